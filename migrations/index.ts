@@ -1,0 +1,5 @@
+import { InitialSchema1763780000000 } from './1763780000000-initial-schema';
+
+/** Every migration, in order. The DataSource lists them explicitly so that the compiled
+ * service, the CLI and the tests (which run TypeScript) load the same classes. */
+export const MIGRATIONS = [InitialSchema1763780000000];

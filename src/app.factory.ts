@@ -1,0 +1,52 @@
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger } from 'nestjs-pino';
+import helmet from 'helmet';
+import type { Request } from 'express';
+import type { AppConfig } from './config/config';
+import { AppModule } from './app.module';
+import { ProblemFilter } from './common/problem.filter';
+import { assignRequestId } from './common/request-id';
+
+const INGEST_PATH = /^\/api\/ingest(\/|\?|$)/;
+
+/** Builds the configured Nest application. The server, the tests and the benchmark share it. */
+export async function createApp(config: AppConfig): Promise<NestExpressApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
+    // The ingest body is read by the ingest module itself (size limits, gzip); nothing else takes one.
+    bodyParser: false,
+    bufferLogs: true,
+  });
+  app.useLogger(app.get(Logger));
+  app.set('trust proxy', config.trustProxy);
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.use((req: Request, res: Parameters<typeof assignRequestId>[1], next: () => void) => {
+    assignRequestId(req, res);
+    next();
+  });
+  app.use(helmet({ contentSecurityPolicy: false, crossOriginResourcePolicy: false }));
+  // Ingest keys are public by nature (they ship inside apps), so ingest answers any origin.
+  // The read endpoints send no CORS headers: browsers must not call them.
+  app.enableCors((req: Request, callback) => {
+    if (INGEST_PATH.test(req.url)) {
+      callback(null, {
+        origin: '*',
+        methods: ['POST', 'OPTIONS'],
+        allowedHeaders: ['Authorization', 'Content-Type', 'Content-Encoding', 'X-Request-Id'],
+        exposedHeaders: [
+          'X-Request-Id',
+          'Retry-After',
+          'RateLimit-Limit',
+          'RateLimit-Remaining',
+          'RateLimit-Reset',
+        ],
+        maxAge: 86_400,
+      });
+    } else {
+      callback(null, { origin: false });
+    }
+  });
+  app.useGlobalFilters(new ProblemFilter());
+  return app;
+}

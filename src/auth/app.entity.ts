@@ -1,0 +1,17 @@
+import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
+
+@Entity({ name: 'apps' })
+export class AppEntity {
+  @PrimaryColumn('uuid')
+  id: string;
+
+  @Column('text')
+  name: string;
+
+  /** Key of the HMAC that pseudonymises identifying user ids of this app. Never exposed. */
+  @Column({ name: 'pii_secret', type: 'bytea', select: false })
+  piiSecret: Buffer;
+
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+}

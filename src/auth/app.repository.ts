@@ -1,0 +1,40 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { AppEntity } from './app.entity';
+
+@Injectable()
+export class AppRepository {
+  constructor(@InjectRepository(AppEntity) private readonly repo: Repository<AppEntity>) {}
+
+  async insert(app: { id: string; name: string; piiSecret: Buffer }): Promise<AppEntity> {
+    const rows = (await this.repo.query(
+      `INSERT INTO apps (id, name, pii_secret) VALUES ($1, $2, $3) RETURNING id, name, created_at`,
+      [app.id, app.name, app.piiSecret],
+    )) as { id: string; name: string; created_at: Date }[];
+    return Object.assign(new AppEntity(), {
+      id: rows[0].id,
+      name: rows[0].name,
+      createdAt: rows[0].created_at,
+    });
+  }
+
+  listAll(): Promise<AppEntity[]> {
+    return this.repo.find({ order: { createdAt: 'ASC', id: 'ASC' } });
+  }
+
+  /** The ids among `ids` that name existing apps. */
+  async existingIds(ids: string[]): Promise<string[]> {
+    const rows = (await this.repo.query(`SELECT id FROM apps WHERE id = ANY($1::uuid[])`, [ids])) as {
+      id: string;
+    }[];
+    return rows.map((r) => r.id);
+  }
+
+  async piiSecret(appId: string): Promise<Buffer | null> {
+    const rows = (await this.repo.query(`SELECT pii_secret FROM apps WHERE id = $1`, [appId])) as {
+      pii_secret: Buffer;
+    }[];
+    return rows[0]?.pii_secret ?? null;
+  }
+}

@@ -1,0 +1,48 @@
+import { Injectable } from '@nestjs/common';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { AppError } from '@app/common/app-error';
+import { AppRepository } from './app.repository';
+
+export interface AppView {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+@Injectable()
+export class AppsService {
+  private readonly piiSecrets = new Map<string, Buffer>();
+
+  constructor(private readonly apps: AppRepository) {}
+
+  async create(name: string): Promise<AppView> {
+    const trimmed = name.trim();
+    if (trimmed.length < 1 || trimmed.length > 200) {
+      throw new AppError(400, 'invalid_body', 'An app name is 1 to 200 characters.');
+    }
+    const app = await this.apps.insert({ id: randomUUID(), name: trimmed, piiSecret: randomBytes(32) });
+    return { id: app.id, name: app.name, createdAt: app.createdAt.toISOString() };
+  }
+
+  async list(): Promise<AppView[]> {
+    const apps = await this.apps.listAll();
+    return apps.map((a) => ({ id: a.id, name: a.name, createdAt: a.createdAt.toISOString() }));
+  }
+
+  /** Fails with a 400 naming the ids that are not apps. */
+  async assertExist(ids: string[]): Promise<void> {
+    const found = new Set(await this.apps.existingIds(ids));
+    const missing = ids.filter((id) => !found.has(id));
+    if (missing.length) throw new AppError(400, 'invalid_body', `No such app: ${missing.join(', ')}`);
+  }
+
+  /** The app's pseudonymisation key. Immutable, so it is cached for the process lifetime. */
+  async piiSecret(appId: string): Promise<Buffer> {
+    const cached = this.piiSecrets.get(appId);
+    if (cached) return cached;
+    const secret = await this.apps.piiSecret(appId);
+    if (!secret) throw new AppError(500, 'internal_error', 'App has no secret.');
+    this.piiSecrets.set(appId, secret);
+    return secret;
+  }
+}

@@ -1,0 +1,30 @@
+import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { AppEntity } from './app.entity';
+import { KeyEntity } from './key.entity';
+import { AppRepository } from './app.repository';
+import { KeyRepository } from './key.repository';
+import { AppsService } from './apps.service';
+import { KeysService } from './keys.service';
+import { AuthFailureLimiter } from './auth-failure.limiter';
+import { KeyAuthenticator } from './key-auth';
+import { IngestKeyGuard } from './ingest-key.guard';
+import { ApiKeyGuard } from './api-key.guard';
+import { ScopeGuard } from './scope.guard';
+
+@Module({
+  imports: [TypeOrmModule.forFeature([AppEntity, KeyEntity])],
+  providers: [
+    AppRepository,
+    KeyRepository,
+    AppsService,
+    KeysService,
+    AuthFailureLimiter,
+    KeyAuthenticator,
+    IngestKeyGuard,
+    ApiKeyGuard,
+    ScopeGuard,
+  ],
+  exports: [AppsService, KeysService, KeyAuthenticator, IngestKeyGuard, ApiKeyGuard, ScopeGuard],
+})
+export class AuthModule {}

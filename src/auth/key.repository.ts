@@ -1,0 +1,59 @@
+import { Injectable } from '@nestjs/common';
+import { InjectRepository } from '@nestjs/typeorm';
+import { Repository } from 'typeorm';
+import { IngestMode, KeyEntity, KeyKind } from './key.entity';
+
+export interface NewKey {
+  id: string;
+  kind: KeyKind;
+  mode: IngestMode | null;
+  name: string | null;
+  appIds: string[];
+  scopes: string[];
+  keyHash: Buffer;
+  keyLast4: string;
+  expiresAt: Date | null;
+}
+
+@Injectable()
+export class KeyRepository {
+  constructor(@InjectRepository(KeyEntity) private readonly repo: Repository<KeyEntity>) {}
+
+  async insert(key: NewKey): Promise<KeyEntity> {
+    await this.repo.insert(key);
+    return (await this.repo.findOneByOrFail({ id: key.id })) as KeyEntity;
+  }
+
+  /** The key with this hash, revoked or not; the caller decides what is usable. */
+  findByHash(hash: Buffer): Promise<KeyEntity | null> {
+    return this.repo.createQueryBuilder('k').where('k.key_hash = :hash', { hash }).getOne();
+  }
+
+  /** Every key, or the keys that grant access to `appId`. Newest first. */
+  list(appId?: string): Promise<KeyEntity[]> {
+    const query = this.repo.createQueryBuilder('k').orderBy('k.created_at', 'DESC').addOrderBy('k.id', 'ASC');
+    if (appId) query.where(':appId = ANY(k.app_ids)', { appId });
+    return query.getMany();
+  }
+
+  /** Sets revoked_at once; returns the key, or null when it does not exist. */
+  async revoke(id: string, at: Date): Promise<KeyEntity | null> {
+    await this.repo
+      .createQueryBuilder()
+      .update()
+      .set({ revokedAt: at })
+      .where('id = :id AND revoked_at IS NULL', { id })
+      .execute();
+    return this.repo.findOneBy({ id });
+  }
+
+  /** Records use of several keys in one statement. */
+  async touch(ids: string[], at: Date): Promise<void> {
+    if (ids.length === 0) return;
+    await this.repo.query(
+      `UPDATE keys SET last_used_at = $2
+        WHERE id = ANY($1::uuid[]) AND (last_used_at IS NULL OR last_used_at < $2)`,
+      [ids, at],
+    );
+  }
+}

@@ -1,0 +1,173 @@
+import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { AppError } from '@app/common/app-error';
+import { AppsService } from './apps.service';
+import { IngestMode, KeyEntity, KNOWN_SCOPES } from './key.entity';
+import { KeyRepository } from './key.repository';
+import { generateKey, hashKey, KeyPrefixKind, maskKey, parseKey } from './key-format';
+import type { RequestKey } from './authenticated-request';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const CACHE_MAX_ENTRIES = 10_000;
+const LAST_USED_FLUSH_MS = 5_000;
+
+export interface KeyListing {
+  id: string;
+  kind: 'ingest' | 'api';
+  mask: string;
+  name: string | null;
+  mode: IngestMode | null;
+  appIds: string[];
+  scopes: string[];
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  revokedAt: string | null;
+}
+
+function iso(d: Date | null): string | null {
+  return d ? d.toISOString() : null;
+}
+
+export function assertUuid(value: string, what: string): void {
+  if (!UUID.test(value)) throw new AppError(400, 'invalid_body', `${what} must be a UUID, got "${value}".`);
+}
+
+@Injectable()
+export class KeysService implements OnModuleInit, OnModuleDestroy {
+  // hash (hex) → the key row and when it was read. Revocation reaches every instance within
+  // KEY_CACHE_TTL_MS (at most 30 s) because entries are never served past that age.
+  private readonly cache = new Map<string, { key: KeyEntity | null; readAt: number }>();
+  private readonly used = new Set<string>();
+  private flushTimer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly keys: KeyRepository,
+    private readonly apps: AppsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  onModuleInit(): void {
+    this.flushTimer = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
+    this.flushTimer.unref();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    clearInterval(this.flushTimer);
+    await this.flushLastUsed();
+  }
+
+  async createIngestKey(appId: string, mode: IngestMode, name: string | null) {
+    assertUuid(appId, 'app');
+    await this.apps.assertExist([appId]);
+    const { id, key } = await this.issue(mode, {
+      kind: 'ingest',
+      mode,
+      name,
+      appIds: [appId],
+      scopes: [],
+      expiresAt: null,
+    });
+    return { id, key, appId, mode };
+  }
+
+  async createApiKey(appIds: string[], scopes: string[], expiresInDays: number | null, name: string | null) {
+    const apps = [...new Set(appIds)];
+    const grants = [...new Set(scopes)];
+    if (apps.length === 0) throw new AppError(400, 'invalid_body', 'An API key needs at least one app.');
+    if (grants.length === 0) throw new AppError(400, 'invalid_body', 'An API key needs at least one scope.');
+    apps.forEach((id) => assertUuid(id, 'app'));
+    const unknown = grants.filter((s) => !(KNOWN_SCOPES as readonly string[]).includes(s));
+    if (unknown.length) {
+      throw new AppError(
+        400,
+        'invalid_body',
+        `Unknown scope: ${unknown.join(', ')} (known: ${KNOWN_SCOPES.join(', ')}).`,
+      );
+    }
+    await this.apps.assertExist(apps);
+    const expiresAt = expiresInDays === null ? null : new Date(Date.now() + expiresInDays * 86_400_000);
+    const { id, key } = await this.issue('api', {
+      kind: 'api',
+      mode: null,
+      name,
+      appIds: apps,
+      scopes: grants,
+      expiresAt,
+    });
+    return { id, key, appIds: apps, scopes: grants, expiresAt: iso(expiresAt) };
+  }
+
+  private async issue(
+    prefix: KeyPrefixKind,
+    fields: Pick<KeyEntity, 'kind' | 'mode' | 'name' | 'appIds' | 'scopes' | 'expiresAt'>,
+  ): Promise<{ id: string; key: string }> {
+    const key = generateKey(prefix);
+    const id = randomUUID();
+    await this.keys.insert({ ...fields, id, keyHash: hashKey(key), keyLast4: key.slice(-4) });
+    return { id, key };
+  }
+
+  async list(appId?: string): Promise<KeyListing[]> {
+    if (appId) assertUuid(appId, 'app');
+    const keys = await this.keys.list(appId);
+    return keys.map((k) => this.toListing(k));
+  }
+
+  async revoke(id: string): Promise<{ id: string; revokedAt: string }> {
+    assertUuid(id, 'key id');
+    const key = await this.keys.revoke(id, new Date());
+    if (!key || !key.revokedAt) throw new AppError(400, 'invalid_body', `No such key: ${id}`);
+    this.cache.clear();
+    return { id: key.id, revokedAt: key.revokedAt.toISOString() };
+  }
+
+  /**
+   * Resolves a presented key to a usable key, or null when it is malformed, unknown, revoked
+   * or expired. The checksum refuses mistyped keys before any lookup.
+   */
+  async authenticate(presented: string): Promise<RequestKey | null> {
+    if (!parseKey(presented)) return null;
+    const hash = hashKey(presented);
+    const cacheKey = hash.toString('hex');
+    const now = Date.now();
+    let entry = this.cache.get(cacheKey);
+    if (!entry || now - entry.readAt >= this.config.keyCacheTtlMs) {
+      const key = await this.keys.findByHash(hash);
+      if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
+      entry = { key, readAt: now };
+      // Unknown keys are not cached: a key issued a moment ago must work at once.
+      if (key) this.cache.set(cacheKey, entry);
+    }
+    const key = entry.key;
+    if (!key || key.revokedAt || (key.expiresAt && key.expiresAt.getTime() <= now)) return null;
+    this.used.add(key.id);
+    return { id: key.id, kind: key.kind, mode: key.mode, appIds: key.appIds, scopes: key.scopes };
+  }
+
+  /** Writes the batched last-used times. */
+  async flushLastUsed(): Promise<void> {
+    if (this.used.size === 0) return;
+    const ids = [...this.used];
+    this.used.clear();
+    await this.keys.touch(ids, new Date()).catch(() => ids.forEach((id) => this.used.add(id)));
+  }
+
+  private toListing(k: KeyEntity): KeyListing {
+    const prefix: KeyPrefixKind = k.kind === 'api' ? 'api' : (k.mode as IngestMode);
+    return {
+      id: k.id,
+      kind: k.kind,
+      mask: maskKey(prefix, k.keyLast4),
+      name: k.name,
+      mode: k.mode,
+      appIds: k.appIds,
+      scopes: k.scopes,
+      createdAt: k.createdAt.toISOString(),
+      lastUsedAt: iso(k.lastUsedAt),
+      expiresAt: iso(k.expiresAt),
+      revokedAt: iso(k.revokedAt),
+    };
+  }
+}

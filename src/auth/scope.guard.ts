@@ -1,0 +1,36 @@
+import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Request } from 'express';
+import type { Scope } from './key.entity';
+import { requestKey } from './authenticated-request';
+import { appForbidden, insufficientScope } from './auth-errors';
+
+const SCOPE = 'tally:scope';
+
+/** Names the scope a read endpoint needs. */
+export const RequireScope = (scope: Scope) => SetMetadata(SCOPE, scope);
+
+/**
+ * Checks the scope, then that the `appId` query parameter is one of the key's apps. A missing
+ * or repeated appId is left to query validation (400).
+ */
+@Injectable()
+export class ScopeGuard implements CanActivate {
+  constructor(private readonly reflector: Reflector) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const scope = this.reflector.getAllAndOverride<Scope | undefined>(SCOPE, [
+      context.getHandler(),
+      context.getClass(),
+    ]);
+    if (!scope) throw new Error('ScopeGuard needs @RequireScope');
+    const req = context.switchToHttp().getRequest<Request>();
+    const key = requestKey(req);
+    if (!key.scopes.includes(scope)) throw insufficientScope(scope);
+    const appId = req.query.appId;
+    if (typeof appId === 'string' && appId !== '' && !key.appIds.includes(appId.toLowerCase())) {
+      throw appForbidden(scope);
+    }
+    return true;
+  }
+}

@@ -1,0 +1,33 @@
+import type { Params } from 'nestjs-pino';
+import type { AppConfig } from '@app/config/config';
+import { assignRequestId } from './request-id';
+
+/** One JSON line per request, with the request id; credentials are never written. */
+export function loggerOptions(config: AppConfig): Params {
+  return {
+    pinoHttp: {
+      level: config.logLevel,
+      genReqId: (req, res) => assignRequestId(req, res),
+      redact: {
+        paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]'],
+        censor: '[redacted]',
+      },
+      serializers: {
+        req: (req: { id: string; method: string; url: string; headers: Record<string, unknown> }) => ({
+          id: req.id,
+          method: req.method,
+          // Query strings carry no secrets (keys travel in headers only), but keep them short.
+          url: typeof req.url === 'string' ? req.url.slice(0, 512) : req.url,
+          headers: {
+            authorization: req.headers.authorization,
+            'content-type': req.headers['content-type'],
+            'content-encoding': req.headers['content-encoding'],
+            'content-length': req.headers['content-length'],
+          },
+        }),
+      },
+      customLogLevel: (_req, res, err) =>
+        err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+    },
+  };
+}

@@ -1,0 +1,57 @@
+/**
+ * Fixed-window counters shared by every limiter in the service: the per-key request limits
+ * (through @nestjs/throttler), the per-key event limit and the per-address auth-failure limit.
+ * In memory by default; in Redis when REDIS_URL is set, so that several instances share them.
+ */
+export interface WindowCount {
+  /** Hits counted in the current window, including this one. */
+  count: number;
+  /** Milliseconds until the window resets. */
+  resetMs: number;
+}
+
+export abstract class RateLimitStore {
+  /** Adds `cost` to the counter of `key` and returns the new count. */
+  abstract hit(key: string, cost: number, windowMs: number): Promise<WindowCount>;
+  /** Reads the counter of `key` without changing it. */
+  abstract peek(key: string): Promise<WindowCount>;
+  abstract close(): Promise<void>;
+}
+
+export class MemoryRateLimitStore extends RateLimitStore {
+  private readonly windows = new Map<string, { count: number; resetAt: number }>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor() {
+    super();
+    this.sweeper = setInterval(() => this.sweep(), 10_000);
+    this.sweeper.unref();
+  }
+
+  async hit(key: string, cost: number, windowMs: number): Promise<WindowCount> {
+    const now = Date.now();
+    let entry = this.windows.get(key);
+    if (!entry || entry.resetAt <= now) {
+      entry = { count: 0, resetAt: now + windowMs };
+      this.windows.set(key, entry);
+    }
+    entry.count += cost;
+    return { count: entry.count, resetMs: entry.resetAt - now };
+  }
+
+  async peek(key: string): Promise<WindowCount> {
+    const now = Date.now();
+    const entry = this.windows.get(key);
+    if (!entry || entry.resetAt <= now) return { count: 0, resetMs: 0 };
+    return { count: entry.count, resetMs: entry.resetAt - now };
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const [key, entry] of this.windows) if (entry.resetAt <= now) this.windows.delete(key);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+  }
+}

@@ -1,0 +1,40 @@
+import { DataSource, DataSourceOptions } from 'typeorm';
+import { MIGRATIONS } from '@migrations/index';
+import { AppEntity } from '@app/auth/app.entity';
+import { KeyEntity } from '@app/auth/key.entity';
+
+export interface DataSourceSettings {
+  url: string;
+  poolSize?: number;
+  statementTimeoutMs?: number;
+  applicationName?: string;
+}
+
+/**
+ * The one place a TypeORM DataSource is described. The service, the CLI, the migration runner,
+ * the tests and the benchmark all build theirs here.
+ */
+export function dataSourceOptions(settings: DataSourceSettings): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url: settings.url,
+    entities: [AppEntity, KeyEntity],
+    migrations: MIGRATIONS,
+    migrationsTableName: 'migrations',
+    migrationsTransactionMode: 'each',
+    synchronize: false,
+    logging: false,
+    poolSize: settings.poolSize ?? 10,
+    extra: {
+      application_name: settings.applicationName ?? 'tally',
+      statement_timeout: settings.statementTimeoutMs ?? 30_000,
+      // Fail fast when the database is unreachable, so that callers get a 503 quickly.
+      connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: 30_000,
+    },
+  };
+}
+
+export function createDataSource(settings: DataSourceSettings): DataSource {
+  return new DataSource(dataSourceOptions(settings));
+}

@@ -1,0 +1,80 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Interval } from '@nestjs/schedule';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { PartitionRepository } from './partition.repository';
+
+const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+
+function utcDay(t: number): Date {
+  return new Date(Math.floor(t / DAY_MS) * DAY_MS);
+}
+
+/**
+ * Keeps the daily partitions of `events` ready: every day an accepted event can land in
+ * (from the oldest allowed event time to a clamped future one, plus PARTITIONS_AHEAD_DAYS)
+ * exists before an insert needs it. Drops partitions past EVENT_RETENTION_DAYS (rollups stay)
+ * and expires dedup records past the dedup window.
+ */
+@Injectable()
+export class PartitionMaintenanceService implements OnApplicationBootstrap {
+  private readonly logger = new Logger(PartitionMaintenanceService.name);
+
+  constructor(
+    private readonly partitions: PartitionRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    // Before the first request: an insert must never find its partition missing.
+    await this.ensurePartitions(Date.now());
+  }
+
+  @Interval('partition-maintenance', HOUR_MS)
+  async scheduled(): Promise<void> {
+    try {
+      await this.run(Date.now());
+    } catch (err) {
+      this.logger.error(`partition maintenance failed: ${(err as Error).message}`);
+    }
+  }
+
+  async run(now: number): Promise<{ created: number; dropped: string[]; dedupExpired: number }> {
+    const created = await this.ensurePartitions(now);
+    const dropped = await this.dropExpired(now);
+    const dedupExpired = await this.partitions.expireDedup(
+      new Date(now - this.config.ingestMaxEventAgeDays * DAY_MS),
+    );
+    return { created, dropped, dedupExpired };
+  }
+
+  async ensurePartitions(now: number): Promise<number> {
+    const existing = new Set((await this.partitions.list()).map((p) => p.day));
+    // One extra day behind covers a client clock skew correction at the window's edge.
+    const first = utcDay(now - (this.config.ingestMaxEventAgeDays + 1) * DAY_MS).getTime();
+    const last = utcDay(now + this.config.partitionsAheadDays * DAY_MS).getTime();
+    let created = 0;
+    for (let t = first; t <= last; t += DAY_MS) {
+      const day = new Date(t);
+      if (existing.has(day.toISOString().slice(0, 10))) continue;
+      await this.partitions.create(day);
+      created++;
+    }
+    return created;
+  }
+
+  async dropExpired(now: number): Promise<string[]> {
+    const cutoff = utcDay(now - this.config.eventRetentionDays * DAY_MS)
+      .toISOString()
+      .slice(0, 10);
+    const dropped: string[] = [];
+    for (const p of await this.partitions.list()) {
+      if (p.day < cutoff) {
+        await this.partitions.drop(p.name);
+        dropped.push(p.name);
+      }
+    }
+    if (dropped.length) this.logger.log(`dropped expired partitions: ${dropped.join(', ')}`);
+    return dropped;
+  }
+}

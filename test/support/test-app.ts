@@ -1,0 +1,48 @@
+import type { INestApplication } from '@nestjs/common';
+import type { Server } from 'node:http';
+import { DataSource } from 'typeorm';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import { AppConfig, loadConfig } from '@app/config/config';
+import { prepareDatabase } from '@app/database/prepare';
+import { createApp } from '@app/app.factory';
+
+export interface TestApp {
+  app: INestApplication;
+  http: Server;
+  config: AppConfig;
+  /** The primary DataSource, for asserting what is stored. */
+  db: DataSource;
+  close(): Promise<void>;
+}
+
+export function testDatabaseUrl(): string {
+  const url = process.env.TALLY_TEST_DATABASE_URL;
+  if (!url) throw new Error('TALLY_TEST_DATABASE_URL is not set; run the tests through jest');
+  return url;
+}
+
+/** Environment for a test server: the test database, quiet logs, no scheduled work. */
+export function testEnv(env: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: testDatabaseUrl(),
+    LOG_LEVEL: 'silent',
+    ROLLUPS_ENABLED: 'false',
+    DATABASE_POOL_SIZE: '4',
+    ...env,
+  };
+}
+
+/** Boots the real application (migrations included) in-process, for Supertest. */
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const config = loadConfig(testEnv(env));
+  await prepareDatabase(config, { migrate: true });
+  const app = await createApp(config);
+  await app.init();
+  return {
+    app,
+    http: app.getHttpServer() as Server,
+    config,
+    db: app.get<DataSource>(getDataSourceToken()),
+    close: () => app.close(),
+  };
+}
