@@ -33,10 +33,17 @@ export class PartitionRepository {
   async create(day: Date): Promise<void> {
     const start = day.toISOString().slice(0, 10);
     const end = new Date(day.getTime() + 86_400_000).toISOString().slice(0, 10);
-    await this.db.query(
-      `CREATE TABLE IF NOT EXISTS ${dayName(day)} PARTITION OF events
-         FOR VALUES FROM ('${start} 00:00:00+00') TO ('${end} 00:00:00+00')`,
-    );
+    try {
+      await this.db.query(
+        `CREATE TABLE IF NOT EXISTS ${dayName(day)} PARTITION OF events
+           FOR VALUES FROM ('${start} 00:00:00+00') TO ('${end} 00:00:00+00')`,
+      );
+    } catch (err) {
+      // Two instances creating the same partition at once: IF NOT EXISTS does not cover the
+      // race, and the loser sees duplicate_table (42P07) or a unique violation (23505).
+      const code = (err as { driverError?: { code?: string } }).driverError?.code;
+      if (code !== '42P07' && code !== '23505') throw err;
+    }
   }
 
   async drop(name: string): Promise<void> {
