@@ -1,0 +1,135 @@
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import * as fs from 'node:fs/promises';
+import * as net from 'node:net';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { promisify } from 'node:util';
+
+const exec = promisify(execFile);
+const ROOT = path.resolve(__dirname, '..');
+const MAIN = path.join(ROOT, 'dist/src/main.js');
+const CLI = path.join(ROOT, 'dist/src/cli/main.js');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function postmasterAlive(dir: string): boolean {
+  const file = path.join(dir, 'pg', 'postmaster.pid');
+  if (!existsSync(file)) return false;
+  const pid = Number(readFileSync(file, 'utf8').split('\n')[0]);
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The embedded database as a newcomer meets it: DATABASE_URL unset, data in a folder, the
+ * server and the CLI sharing one cluster whichever of them started it.
+ */
+describe('embedded PostgreSQL shared by the server and the CLI', () => {
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  const servers: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tally-embedded-'));
+    await fs.chmod(dir, 0o755);
+    env = {
+      ...process.env,
+      EMBEDDED_PG_DIR: dir,
+      EMBEDDED_PG_PORT: String(await freePort()),
+      LOG_LEVEL: 'warn',
+    };
+    delete env.DATABASE_URL;
+  });
+
+  afterAll(async () => {
+    for (const s of servers) if (s.exitCode === null) s.kill('SIGKILL');
+    await exec(process.execPath, [path.join(ROOT, 'src/database/embedded-pg.mjs'), 'stop', dir]).catch(
+      () => undefined,
+    );
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  const cli = async (...args: string[]) =>
+    JSON.parse((await exec(process.execPath, [CLI, ...args], { env })).stdout);
+
+  async function startServer(): Promise<{ child: ChildProcess; url: string }> {
+    const port = await freePort();
+    const child = spawn(process.execPath, [MAIN], {
+      env: { ...env, PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    servers.push(child);
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
+      child.stdout!.on('data', (d) => {
+        out += d;
+        if (out.includes('Tally listening on')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.stderr!.on('data', (d) => (out += d));
+      child.on('exit', (code) => reject(new Error(`server exited ${code}: ${out}`)));
+    });
+    return { child, url: `http://127.0.0.1:${port}` };
+  }
+
+  async function stopServer(child: ChildProcess): Promise<number | null> {
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    return exited;
+  }
+
+  it('the CLI starts the cluster on a fresh folder and stops it when done', async () => {
+    const seed = await cli('seed', '--json');
+    expect(seed.app.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(existsSync(path.join(dir, 'pg', 'PG_VERSION'))).toBe(true);
+    expect(postmasterAlive(dir)).toBe(false);
+  });
+
+  it('the CLI works while a server runs, two servers share the folder, and the last one out stops it', async () => {
+    const first = await startServer();
+    const app = await cli('apps', 'create', '--name', 'while-running', '--json');
+    const key = await cli('keys', 'create-api', '--app', app.id, '--scope', 'events:read', '--json');
+    // The CLI left, but the server still holds the cluster.
+    expect(postmasterAlive(dir)).toBe(true);
+    let res = await fetch(`${first.url}/api/v1/events?appId=${app.id}`, {
+      headers: { Authorization: `Bearer ${key.key}` },
+    });
+    expect(res.status).toBe(200);
+
+    const second = await startServer();
+    res = await fetch(`${second.url}/api/v1/events?appId=${app.id}`, {
+      headers: { Authorization: `Bearer ${key.key}` },
+    });
+    expect(res.status).toBe(200);
+
+    expect(await stopServer(first.child)).toBe(0);
+    expect(postmasterAlive(dir)).toBe(true);
+    res = await fetch(`${second.url}/api/v1/events?appId=${app.id}`, {
+      headers: { Authorization: `Bearer ${key.key}` },
+    });
+    expect(res.status).toBe(200);
+    expect(await stopServer(second.child)).toBe(0);
+    expect(postmasterAlive(dir)).toBe(false);
+
+    // The data survived every start and stop.
+    const apps = await cli('apps', 'list', '--json');
+    expect(apps.map((a: { id: string }) => a.id)).toContain(app.id);
+  });
+});
