@@ -20,6 +20,8 @@ export interface AppConfig {
   migrationsRun: boolean;
 
   redisUrl: string | undefined;
+  /** Prepended to every Redis key, so that several deployments can share one Redis. */
+  redisKeyPrefix: string;
 
   keyCacheTtlMs: number;
 
@@ -99,6 +101,15 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return value;
 }
 
+function redisPrefix(env: Env, name: string, fallback: string): string {
+  const value = raw(env, name);
+  if (value === undefined) return fallback;
+  if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(value)) {
+    throw new ConfigError(name, `must be 1-64 characters of A-Z a-z 0-9 _ . : -, got "${value}"`);
+  }
+  return value;
+}
+
 /** Builds and validates the configuration from an environment map. Throws ConfigError. */
 export function loadConfig(env: Env): AppConfig {
   const rateWindowMs = int(env, 'RATE_WINDOW_MS', 1000, 100, 3_600_000);
@@ -123,6 +134,7 @@ export function loadConfig(env: Env): AppConfig {
     migrationsRun: bool(env, 'MIGRATIONS_RUN', true),
 
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisKeyPrefix: redisPrefix(env, 'REDIS_KEY_PREFIX', 'tally:'),
 
     keyCacheTtlMs: int(env, 'KEY_CACHE_TTL_MS', 10_000, 0, 30_000),
 
