@@ -112,6 +112,18 @@ function redisPrefix(env: Env, name: string, fallback: string): string {
 
 /** Builds and validates the configuration from an environment map. Throws ConfigError. */
 export function loadConfig(env: Env): AppConfig {
+  const config = readConfig(env);
+  // Partitions must outlive the oldest event ingest still accepts, or an insert would miss them.
+  if (config.eventRetentionDays <= config.ingestMaxEventAgeDays) {
+    throw new ConfigError(
+      'EVENT_RETENTION_DAYS',
+      `must be greater than INGEST_MAX_EVENT_AGE_DAYS (${config.ingestMaxEventAgeDays}), got ${config.eventRetentionDays}`,
+    );
+  }
+  return config;
+}
+
+function readConfig(env: Env): AppConfig {
   const rateWindowMs = int(env, 'RATE_WINDOW_MS', 1000, 100, 3_600_000);
   return {
     port: int(env, 'PORT', 3000, 0, 65535),
