@@ -25,6 +25,7 @@ export function loggerOptions(config: AppConfig): Params {
             'content-length': req.headers['content-length'],
           },
         }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
       customLogLevel: (_req, res, err) =>
         err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
