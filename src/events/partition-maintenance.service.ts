@@ -64,7 +64,10 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap {
   }
 
   async dropExpired(now: number): Promise<string[]> {
-    const cutoff = utcDay(now - this.config.eventRetentionDays * DAY_MS)
+    // Never drop a day that ingest may still write to, even with a retention shorter than
+    // the accepted event age: that insert would fail for a missing partition.
+    const keepDays = Math.max(this.config.eventRetentionDays, this.config.ingestMaxEventAgeDays + 1);
+    const cutoff = utcDay(now - keepDays * DAY_MS)
       .toISOString()
       .slice(0, 10);
     const dropped: string[] = [];

@@ -1,12 +1,15 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '@app/auth/auth.module';
 import { RollupsController } from './rollups.controller';
+import { RollupComputationRepository } from './rollup-computation.repository';
+import { RollupRepository } from './rollup.repository';
+import { RollupsScheduler } from './rollups.scheduler';
 import { RollupsService } from './rollups.service';
 
 @Module({
   imports: [AuthModule],
   controllers: [RollupsController],
-  providers: [RollupsService],
+  providers: [RollupRepository, RollupComputationRepository, RollupsService, RollupsScheduler],
   exports: [RollupsService],
 })
 export class RollupsModule {}

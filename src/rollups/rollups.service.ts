@@ -1,4 +1,12 @@
-import { Injectable } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import type { QueryRunner } from 'typeorm';
+import { AppError } from '@app/common/app-error';
+import { invalidQuery } from '@app/events/query-validation.pipe';
+import { addDays, daySpan, utcDateString } from '@app/events/time-params';
+import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
+import { RollupRepository, RollupRow } from './rollup.repository';
+import type { ListRollupsQueryDto } from './list-rollups-query.dto';
+import type { RollupRecordDto } from './rollup-record.dto';
 
 export interface ComputeOptions {
   appId?: string;
@@ -8,10 +16,189 @@ export interface ComputeOptions {
   to?: string;
 }
 
+export interface RunResult {
+  /** `skipped` when another instance (or run) holds the computation lock. */
+  status: 'computed' | 'skipped';
+  /** App-days recomputed. */
+  days: number;
+  /** Rollup rows written. */
+  rows: number;
+}
+
+export const DEFAULT_RANGE_DAYS = 30;
+export const MAX_SPAN_DAYS = 366;
+
+// How long the CLI waits for a scheduled run on another instance to let go of the lock.
+const COMPUTE_LOCK_WAIT_MS = 120_000;
+const LOCK_POLL_MS = 250;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function toRecord(row: RollupRow): RollupRecordDto {
+  const fvCount = Number(row.fv_count);
+  return {
+    appId: row.app_id,
+    date: row.day,
+    eventName: row.event_name === '' ? null : row.event_name,
+    isTestMode: row.is_test_mode,
+    events: Number(row.events),
+    uniqueUsers: Number(row.unique_users),
+    uniqueSessions: Number(row.unique_sessions),
+    floatValue:
+      fvCount === 0
+        ? null
+        : {
+            count: fvCount,
+            sum: row.fv_sum!,
+            min: row.fv_min!,
+            max: row.fv_max!,
+            avg: row.fv_sum! / fvCount,
+          },
+    final: row.final,
+    computedAt: Number(row.computed_ms),
+  };
+}
+
 @Injectable()
-export class RollupsService {
-  /** Recomputes the rollups of a range on demand (the CLI). */
-  async compute(_options: ComputeOptions): Promise<{ days: number; rows: number }> {
-    return { days: 0, rows: 0 };
+export class RollupsService implements BeforeApplicationShutdown {
+  private readonly logger = new Logger(RollupsService.name);
+  private running: Promise<RunResult> | null = null;
+  private stopping = false;
+
+  constructor(
+    private readonly rollups: RollupRepository,
+    private readonly computation: RollupComputationRepository,
+  ) {}
+
+  /** GET /api/v1/rollups. */
+  async list(query: ListRollupsQueryDto, now = Date.now()): Promise<RollupRecordDto[]> {
+    const today = utcDateString(now);
+    if (query.range !== undefined && (query.fromDate !== undefined || query.toDate !== undefined)) {
+      const field = query.fromDate !== undefined ? 'fromDate' : 'toDate';
+      throw invalidQuery([
+        { field: 'range', code: 'conflict', message: `range cannot be combined with ${field}` },
+      ]);
+    }
+    let fromDate: string;
+    let toDate: string;
+    if (query.range !== undefined) {
+      const days = Number(query.range.slice(0, -1));
+      if (days > MAX_SPAN_DAYS) {
+        throw invalidQuery([
+          { field: 'range', code: 'out_of_range', message: `range must be 1d to ${MAX_SPAN_DAYS}d` },
+        ]);
+      }
+      toDate = today;
+      fromDate = addDays(today, -(days - 1));
+    } else {
+      toDate = query.toDate ?? today;
+      fromDate = query.fromDate ?? addDays(toDate, -(DEFAULT_RANGE_DAYS - 1));
+    }
+    if (fromDate > toDate) {
+      throw invalidQuery([
+        { field: 'fromDate', code: 'invalid_range', message: 'fromDate must not be after toDate' },
+      ]);
+    }
+    if (daySpan(fromDate, toDate) > MAX_SPAN_DAYS) {
+      throw invalidQuery([
+        {
+          field: 'fromDate',
+          code: 'span_too_long',
+          message: `the range from fromDate to toDate spans more than ${MAX_SPAN_DAYS} days`,
+        },
+      ]);
+    }
+    const rows = await this.rollups.list(query.appId.toLowerCase(), {
+      fromDate,
+      toDate,
+      eventName: query.eventName,
+      testMode: query.testMode ?? 'false',
+    });
+    return rows.map(toRecord);
   }
+
+  /**
+   * The scheduled computation: every (app, day) marked dirty by ingest, plus every ended day
+   * whose rows were computed before its end (finalisation after midnight UTC). Skips when
+   * another instance holds the lock, or when a run is already in flight here.
+   */
+  run(now = Date.now()): Promise<RunResult> {
+    if (this.running) return Promise.resolve({ status: 'skipped', days: 0, rows: 0 });
+    this.running = this.locked(async (runner) => {
+      const dirty = await this.computation.dirtyDays(runner);
+      const unfinal = await this.computation.unfinalisedDays(runner, utcDateString(now));
+      return this.recompute(runner, dedupe([...dirty, ...unfinal]));
+    }).finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  /**
+   * Recomputes on demand (the CLI): every day in [from, to] for one app, or every (app, day)
+   * with stored events in the range. Without from/to, every day that has events. Waits for
+   * the lock rather than skipping.
+   */
+  async compute(options: ComputeOptions): Promise<{ days: number; rows: number }> {
+    const appId = options.appId?.toLowerCase();
+    if (appId !== undefined && !UUID.test(appId)) {
+      throw new AppError(400, 'invalid_query', `appId must be a UUID, got "${options.appId}"`);
+    }
+    const deadline = Date.now() + COMPUTE_LOCK_WAIT_MS;
+    for (;;) {
+      const result = await this.locked(async (runner) => {
+        let days: AppDay[];
+        if (appId !== undefined && options.from !== undefined && options.to !== undefined) {
+          // Every day of the range, so that a day with events only in another mode still counts.
+          days = [];
+          for (let day = options.from; day <= options.to; day = addDays(day, 1)) days.push({ appId, day });
+        } else {
+          days = await this.computation.daysWithEvents(runner, { appId, from: options.from, to: options.to });
+        }
+        return this.recompute(runner, days);
+      });
+      if (result.status === 'computed') return { days: result.days, rows: result.rows };
+      if (Date.now() > deadline) {
+        throw new AppError(503, 'service_unavailable', 'Another rollup computation is still running.');
+      }
+      await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+    }
+  }
+
+  /** Lets a running computation finish its current day, then stops it; later days stay marked. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopping = true;
+    await this.running?.catch(() => undefined);
+  }
+
+  private async locked(work: (runner: QueryRunner) => Promise<RunResult>): Promise<RunResult> {
+    const runner = await this.computation.tryLock();
+    if (!runner) return { status: 'skipped', days: 0, rows: 0 };
+    try {
+      return await work(runner);
+    } finally {
+      await this.computation.unlock(runner);
+    }
+  }
+
+  private async recompute(runner: QueryRunner, days: AppDay[]): Promise<RunResult> {
+    let rows = 0;
+    let done = 0;
+    for (const { appId, day } of days) {
+      if (this.stopping) break;
+      rows += await this.computation.recomputeDay(runner, appId, day);
+      done++;
+    }
+    if (done) this.logger.log(`recomputed ${done} app-days, ${rows} rollup rows`);
+    return { status: 'computed', days: done, rows };
+  }
+}
+
+function dedupe(days: AppDay[]): AppDay[] {
+  const seen = new Set<string>();
+  return days.filter((d) => {
+    const key = `${d.appId} ${d.day}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }

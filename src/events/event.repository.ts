@@ -1,0 +1,104 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { READ_DATA_SOURCE } from '@app/database/database.module';
+import type { TestModeFilter } from './list-events-query.dto';
+import type { CursorPosition } from './cursor';
+
+export interface EventFilters {
+  eventName?: string;
+  anonymousUserId?: string;
+  sessionId?: string;
+  /** Inclusive lower bound on the effective event time, epoch ms. */
+  fromMs?: number;
+  /** Exclusive upper bound on the effective event time, epoch ms. */
+  toMs?: number;
+  testMode: TestModeFilter;
+}
+
+/** One stored event as the read query returns it (bigints still as strings). */
+export interface EventRow {
+  id: string;
+  app_id: string;
+  event_name: string;
+  anonymous_user_id: string | null;
+  session_id: string | null;
+  event_time: string | null;
+  ts_ms: string;
+  received_us: string;
+  event_id: string | null;
+  is_test_mode: boolean;
+  platform: string | null;
+  app_version: string | null;
+  build_number: string | null;
+  os_version: string | null;
+  device_model: string | null;
+  locale: string | null;
+  timezone: string | null;
+  float_value: number | null;
+  payload: Record<string, string | number | boolean> | null;
+}
+
+/** An exact timestamptz literal for an epoch-microsecond value (a JS Date only holds ms). */
+function microsLiteral(us: bigint): string {
+  const ms = us / 1000n;
+  const micros = (us % 1000n).toString().padStart(3, '0');
+  return new Date(Number(ms)).toISOString().replace('Z', `${micros}Z`);
+}
+
+@Injectable()
+export class EventRepository {
+  constructor(@InjectDataSource(READ_DATA_SOURCE) private readonly db: DataSource) {}
+
+  /** The shared secret that signs cursors. */
+  async cursorSecret(): Promise<Buffer> {
+    const rows = (await this.db.query(`SELECT value FROM server_secrets WHERE name = 'cursor'`)) as {
+      value: Buffer;
+    }[];
+    if (!rows.length) throw new Error('server_secrets has no cursor row');
+    return rows[0].value;
+  }
+
+  /**
+   * One page of an app's events, newest first by (received_at, id), strictly after `after`.
+   * The order matches the (app_id, received_at DESC, id DESC) indexes, and `from`/`to` bound
+   * `ts`, the partition key, so PostgreSQL reads only the partitions they cover.
+   */
+  async page(
+    appId: string,
+    filters: EventFilters,
+    after: CursorPosition | null,
+    limit: number,
+  ): Promise<EventRow[]> {
+    const params: unknown[] = [appId];
+    const where = ['app_id = $1'];
+    const add = (sql: string, value: unknown) => {
+      params.push(value);
+      where.push(sql.replace('?', `$${params.length}`));
+    };
+    if (filters.eventName !== undefined) add('event_name = ?', filters.eventName);
+    if (filters.anonymousUserId !== undefined) add('anonymous_user_id = ?', filters.anonymousUserId);
+    if (filters.sessionId !== undefined) add('session_id = ?', filters.sessionId);
+    if (filters.fromMs !== undefined) add('ts >= ?', new Date(filters.fromMs).toISOString());
+    if (filters.toMs !== undefined) add('ts < ?', new Date(filters.toMs).toISOString());
+    if (filters.testMode !== 'all') add('is_test_mode = ?', filters.testMode === 'true');
+    if (after) {
+      params.push(microsLiteral(after.receivedUs), after.id.toString());
+      where.push(`(received_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
+    }
+    params.push(limit);
+    return (await this.db.query(
+      `SELECT id::text AS id, app_id, event_name, anonymous_user_id, session_id,
+              event_time::text AS event_time,
+              floor(extract(epoch FROM ts) * 1000)::bigint::text AS ts_ms,
+              (extract(epoch FROM received_at) * 1000000)::bigint::text AS received_us,
+              event_id, is_test_mode, platform, app_version, build_number, os_version,
+              device_model, locale, timezone, float_value, payload
+         FROM events
+        WHERE ${where.join(' AND ')}
+        ORDER BY received_at DESC, id DESC
+        LIMIT $${params.length}`,
+      params,
+    )) as EventRow[];
+  }
+}

@@ -1,0 +1,100 @@
+import { Injectable } from '@nestjs/common';
+import { AppError } from '@app/common/app-error';
+import { invalidQuery } from './query-validation.pipe';
+import { decodeCursor, encodeCursor } from './cursor';
+import { EventFilters, EventRepository, EventRow } from './event.repository';
+import type { EventRecordDto } from './event-record.dto';
+import { DEFAULT_LIMIT, ListEventsQueryDto } from './list-events-query.dto';
+import { parseInstant } from './time-params';
+
+export interface EventsPage {
+  events: EventRecordDto[];
+  /** Cursor of the next page, or null on the last one. */
+  nextCursor: string | null;
+}
+
+function toRecord(row: EventRow): EventRecordDto {
+  return {
+    id: row.id,
+    appId: row.app_id,
+    eventName: row.event_name,
+    anonymousUserId: row.anonymous_user_id,
+    sessionId: row.session_id,
+    eventTime: row.event_time === null ? null : Number(row.event_time),
+    timestamp: Number(row.ts_ms),
+    receivedAt: Number(BigInt(row.received_us) / 1000n),
+    eventId: row.event_id,
+    isTestMode: row.is_test_mode,
+    platform: row.platform,
+    appVersion: row.app_version,
+    buildNumber: row.build_number,
+    osVersion: row.os_version,
+    deviceModel: row.device_model,
+    locale: row.locale,
+    timezone: row.timezone,
+    floatValue: row.float_value,
+    payload: row.payload,
+  };
+}
+
+@Injectable()
+export class EventsService {
+  private secret: Promise<Buffer> | null = null;
+
+  constructor(private readonly events: EventRepository) {}
+
+  async list(query: ListEventsQueryDto): Promise<EventsPage> {
+    const appId = query.appId.toLowerCase();
+    const filters: EventFilters = {
+      eventName: query.eventName,
+      anonymousUserId: query.anonymousUserId,
+      sessionId: query.sessionId,
+      fromMs: query.from === undefined ? undefined : parseInstant(query.from)!,
+      toMs: query.to === undefined ? undefined : parseInstant(query.to)!,
+      testMode: query.testMode ?? 'false',
+    };
+    if (filters.fromMs !== undefined && filters.toMs !== undefined && filters.fromMs > filters.toMs) {
+      throw invalidQuery([{ field: 'from', code: 'invalid_range', message: 'from must not be after to' }]);
+    }
+    // The cursor is bound to the app and every filter, so it cannot be replayed on another query.
+    const binding = JSON.stringify([
+      appId,
+      filters.eventName ?? null,
+      filters.anonymousUserId ?? null,
+      filters.sessionId ?? null,
+      filters.fromMs ?? null,
+      filters.toMs ?? null,
+      filters.testMode,
+    ]);
+    const secret = await this.cursorSecret();
+    let after = null;
+    if (query.cursor !== undefined) {
+      after = decodeCursor(secret, binding, query.cursor);
+      if (!after) {
+        throw new AppError(
+          400,
+          'invalid_cursor',
+          'The cursor is malformed, was altered, or belongs to a query with other parameters.',
+        );
+      }
+    }
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const rows = await this.events.page(appId, filters, after, limit + 1);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    const nextCursor =
+      rows.length > limit
+        ? encodeCursor(secret, binding, { receivedUs: BigInt(last.received_us), id: BigInt(last.id) })
+        : null;
+    return { events: page.map(toRecord), nextCursor };
+  }
+
+  /** The signing key never changes while the service runs: read it once. */
+  private cursorSecret(): Promise<Buffer> {
+    this.secret ??= this.events.cursorSecret().catch((err: unknown) => {
+      this.secret = null;
+      throw err;
+    });
+    return this.secret;
+  }
+}

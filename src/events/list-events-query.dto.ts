@@ -1,0 +1,75 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { Transform } from 'class-transformer';
+import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
+import { IsInstant } from './query-validators';
+
+export const TEST_MODES = ['false', 'true', 'all'] as const;
+export type TestModeFilter = (typeof TEST_MODES)[number];
+
+export const DEFAULT_LIMIT = 100;
+export const MAX_LIMIT = 1000;
+
+/** Only plain decimal digits become a number; anything else stays a string and fails `IsInt`. */
+const toInteger = ({ value }: { value: unknown }) =>
+  typeof value === 'string' && /^-?\d{1,7}$/.test(value) ? Number(value) : value;
+
+export class ListEventsQueryDto {
+  @ApiProperty({ format: 'uuid', description: 'The app to read.' })
+  @IsNotEmpty({ message: 'appId is required' })
+  @IsString()
+  @IsUUID('all', { message: 'appId must be a UUID' })
+  appId!: string;
+
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT })
+  @IsOptional()
+  @Transform(toInteger)
+  @IsInt({ message: 'limit must be an integer' })
+  @Min(1, { message: `limit must be between 1 and ${MAX_LIMIT}` })
+  @Max(MAX_LIMIT, { message: `limit must be between 1 and ${MAX_LIMIT}` })
+  limit?: number;
+
+  @ApiPropertyOptional({ description: 'The X-Next-Cursor of the previous page.' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  cursor?: string;
+
+  @ApiPropertyOptional({ maxLength: 200 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  eventName?: string;
+
+  @ApiPropertyOptional({ maxLength: 200 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  anonymousUserId?: string;
+
+  @ApiPropertyOptional({ maxLength: 200 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
+  sessionId?: string;
+
+  @ApiPropertyOptional({
+    description: 'Earliest event time, inclusive: epoch ms or ISO-8601 (a date-time needs an offset).',
+    example: '2026-11-21T00:00:00Z',
+  })
+  @IsOptional()
+  @IsInstant()
+  from?: string;
+
+  @ApiPropertyOptional({
+    description: 'Latest event time, exclusive: epoch ms or ISO-8601 (a date-time needs an offset).',
+    example: '1763769600000',
+  })
+  @IsOptional()
+  @IsInstant()
+  to?: string;
+
+  @ApiPropertyOptional({ enum: TEST_MODES, default: 'false' })
+  @IsOptional()
+  @IsIn(TEST_MODES, { message: 'testMode must be false, true or all' })
+  testMode?: TestModeFilter;
+}

@@ -1,0 +1,148 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, QueryRunner } from 'typeorm';
+
+// Names the rollup computation among advisory locks (the migration lock is 7_310_001).
+const ROLLUP_LOCK_ID = 7_310_002;
+
+// One day of a large app can take longer than the request statement timeout.
+const RECOMPUTE_STATEMENT_TIMEOUT = '15min';
+
+export interface AppDay {
+  appId: string;
+  /** UTC day, `YYYY-MM-DD`. */
+  day: string;
+}
+
+/**
+ * The writes of the rollup computation. Everything runs on one dedicated connection that holds
+ * a session-level advisory lock, so only one instance computes at a time; if the process dies,
+ * the connection closes and PostgreSQL releases the lock.
+ */
+@Injectable()
+export class RollupComputationRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** A connection holding the computation lock, or null when another one holds it. */
+  async tryLock(): Promise<QueryRunner | null> {
+    const runner = this.db.createQueryRunner();
+    try {
+      await runner.connect();
+      const [row] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [ROLLUP_LOCK_ID])) as {
+        locked: boolean;
+      }[];
+      if (row.locked) return runner;
+    } catch (err) {
+      await runner.release();
+      throw err;
+    }
+    await runner.release();
+    return null;
+  }
+
+  async unlock(runner: QueryRunner): Promise<void> {
+    try {
+      await runner.query('SELECT pg_advisory_unlock($1)', [ROLLUP_LOCK_ID]);
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /** Every (app, day) that ingest marked since its last recomputation. */
+  async dirtyDays(runner: QueryRunner): Promise<AppDay[]> {
+    return (await runner.query(
+      `SELECT DISTINCT app_id AS "appId", day::text AS day FROM rollup_dirty ORDER BY day, "appId"`,
+    )) as AppDay[];
+  }
+
+  /**
+   * Days that have ended but whose rows were last computed before the end (so they are not
+   * final yet). The partial index rollups_unfinal keeps this cheap: it holds only such rows.
+   */
+  async unfinalisedDays(runner: QueryRunner, today: string): Promise<AppDay[]> {
+    return (await runner.query(
+      `SELECT DISTINCT app_id AS "appId", day::text AS day
+         FROM rollups
+        WHERE computed_at < ((day + 1)::timestamp AT TIME ZONE 'UTC')
+          AND day < $1::date
+        ORDER BY day, "appId"`,
+      [today],
+    )) as AppDay[];
+  }
+
+  /** The (app, day) pairs that have stored events, optionally for one app and a day range. */
+  async daysWithEvents(
+    runner: QueryRunner,
+    scope: { appId?: string; from?: string; to?: string },
+  ): Promise<AppDay[]> {
+    const params: unknown[] = [];
+    const where: string[] = [];
+    if (scope.appId !== undefined) {
+      params.push(scope.appId);
+      where.push(`app_id = $${params.length}`);
+    }
+    if (scope.from !== undefined) {
+      params.push(scope.from);
+      where.push(`ts >= ($${params.length}::date::timestamp AT TIME ZONE 'UTC')`);
+    }
+    if (scope.to !== undefined) {
+      params.push(scope.to);
+      where.push(`ts < (($${params.length}::date + 1)::timestamp AT TIME ZONE 'UTC')`);
+    }
+    return (await runner.query(
+      `SELECT DISTINCT app_id AS "appId", (ts AT TIME ZONE 'UTC')::date::text AS day
+         FROM events
+        ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY day, "appId"`,
+      params,
+    )) as AppDay[];
+  }
+
+  /**
+   * Recomputes one app's day in one transaction: consume its dirty marks, then aggregate the
+   * day's events with one set-based statement and upsert every row. A crash before the commit
+   * leaves the marks in place, and a rerun writes the same numbers, so nothing is counted twice.
+   * Marks committed after the DELETE survive for the next run. Returns the rows written.
+   *
+   * A day whose partition is gone has no events and writes nothing: its rollups stay as they were.
+   */
+  async recomputeDay(runner: QueryRunner, appId: string, day: string): Promise<number> {
+    await runner.startTransaction('READ COMMITTED');
+    try {
+      await runner.query(`SET LOCAL statement_timeout = '${RECOMPUTE_STATEMENT_TIMEOUT}'`);
+      await runner.query(`DELETE FROM rollup_dirty WHERE app_id = $1 AND day = $2::date`, [appId, day]);
+      // The sum runs in numeric so that it is exact and independent of row order; float8
+      // addition would make a recomputation differ in the last bits.
+      const result = await runner.query(
+        `INSERT INTO rollups AS r (app_id, day, is_test_mode, event_name, events, unique_users,
+                                   unique_sessions, fv_count, fv_sum, fv_min, fv_max, computed_at)
+         SELECT $1::uuid, $2::date, is_test_mode,
+                CASE WHEN GROUPING(event_name) = 1 THEN '' ELSE event_name END,
+                count(*), count(DISTINCT anonymous_user_id), count(DISTINCT session_id),
+                count(float_value), sum(float_value::numeric)::double precision,
+                min(float_value), max(float_value), now()
+           FROM events
+          WHERE app_id = $1::uuid
+            AND ts >= ($2::date::timestamp AT TIME ZONE 'UTC')
+            AND ts < (($2::date + 1)::timestamp AT TIME ZONE 'UTC')
+          GROUP BY GROUPING SETS ((is_test_mode, event_name), (is_test_mode))
+         ON CONFLICT (app_id, day, is_test_mode, event_name) DO UPDATE
+            SET events = EXCLUDED.events,
+                unique_users = EXCLUDED.unique_users,
+                unique_sessions = EXCLUDED.unique_sessions,
+                fv_count = EXCLUDED.fv_count,
+                fv_sum = EXCLUDED.fv_sum,
+                fv_min = EXCLUDED.fv_min,
+                fv_max = EXCLUDED.fv_max,
+                computed_at = EXCLUDED.computed_at`,
+        [appId, day],
+        true,
+      );
+      await runner.commitTransaction();
+      return result.affected ?? 0;
+    } catch (err) {
+      await runner.rollbackTransaction().catch(() => undefined);
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { RollupsService } from './rollups.service';
+
+export const ROLLUP_INTERVAL_NAME = 'rollups';
+
+/**
+ * Triggers the rollup computation every ROLLUP_INTERVAL_SECONDS when ROLLUPS_ENABLED. The
+ * interval comes from the configuration, so it is registered at boot rather than declared with
+ * a decorator. The registry is absent where the schedule module is not loaded (the CLI).
+ */
+@Injectable()
+export class RollupsScheduler implements OnApplicationBootstrap {
+  private readonly logger = new Logger(RollupsScheduler.name);
+
+  constructor(
+    private readonly rollups: RollupsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Optional() private readonly registry?: SchedulerRegistry,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.config.rollupsEnabled || !this.registry) return;
+    const handle = setInterval(() => void this.tick(), this.config.rollupIntervalSeconds * 1000);
+    this.registry.addInterval(ROLLUP_INTERVAL_NAME, handle);
+  }
+
+  async tick(): Promise<void> {
+    try {
+      await this.rollups.run();
+    } catch (err) {
+      this.logger.error(`rollup computation failed: ${(err as Error).message}`);
+    }
+  }
+}
