@@ -2,13 +2,15 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import helmet from 'helmet';
-import type { Request } from 'express';
+import type { Request, Response } from 'express';
 import type { AppConfig } from './config/config';
 import { AppModule } from './app.module';
 import { ProblemFilter } from './common/problem.filter';
 import { assignRequestId } from './common/request-id';
+import { setupOpenApi } from './ops/openapi';
 
 const INGEST_PATH = /^\/api\/ingest(\/|\?|$)/;
+const DOCS_PATH_PATTERN = /^\/docs(\/|$)/;
 
 /** Builds the configured Nest application. The server, the tests and the benchmark share it. */
 export async function createApp(config: AppConfig): Promise<NestExpressApplication> {
@@ -25,7 +27,33 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
     assignRequestId(req, res);
     next();
   });
-  app.use(helmet({ contentSecurityPolicy: false, crossOriginResourcePolicy: false }));
+  // The API answers JSON only, so its CSP forbids everything; the reference at /docs loads
+  // swagger-ui's own scripts and styles (it uses inline styles) from this origin.
+  const apiHelmet = helmet({
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
+    },
+    crossOriginResourcePolicy: false,
+  });
+  const docsHelmet = helmet({
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:'],
+        connectSrc: ["'self'"],
+        objectSrc: ["'none'"],
+        frameAncestors: ["'none'"],
+      },
+    },
+    crossOriginResourcePolicy: false,
+  });
+  app.use((req: Request, res: Response, next: (err?: unknown) => void) =>
+    (DOCS_PATH_PATTERN.test(req.path) ? docsHelmet : apiHelmet)(req, res, next),
+  );
   // Ingest keys are public by nature (they ship inside apps), so ingest answers any origin.
   // The read endpoints send no CORS headers: browsers must not call them.
   app.enableCors((req: Request, callback) => {
@@ -48,5 +76,6 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
     }
   });
   app.useGlobalFilters(new ProblemFilter());
+  setupOpenApi(app);
   return app;
 }

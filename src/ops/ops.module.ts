@@ -1,4 +1,42 @@
-import { Module } from '@nestjs/common';
+import { Global, MiddlewareConsumer, Module, NestModule, OnModuleInit } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { READ_DATA_SOURCE } from '@app/database/database.module';
+import { MetricsModule } from './metrics.module';
+import { MetricsService, PoolStats } from './metrics.service';
+import { DrainState } from './drain-state';
+import { HttpMetricsMiddleware } from './http-metrics.middleware';
+import { HealthController } from './health.controller';
+import { MetricsController } from './metrics.controller';
+import { ReadinessService } from './readiness.service';
 
-@Module({})
-export class OpsModule {}
+// TypeORM's postgres driver keeps its `pg` Pool in `master` (typed `any` there).
+function poolOf(dataSource: DataSource): () => PoolStats | undefined {
+  return () => (dataSource.driver as unknown as { master?: PoolStats }).master;
+}
+
+/** Health, readiness, metrics and the drain state used by graceful shutdown. */
+@Global()
+@Module({
+  imports: [MetricsModule, TerminusModule.forRoot({ errorLogStyle: 'json' })],
+  controllers: [HealthController, MetricsController],
+  providers: [DrainState, ReadinessService, HttpMetricsMiddleware],
+  exports: [DrainState, MetricsModule],
+})
+export class OpsModule implements NestModule, OnModuleInit {
+  constructor(
+    private readonly metrics: MetricsService,
+    @InjectDataSource() private readonly primary: DataSource,
+    @InjectDataSource(READ_DATA_SOURCE) private readonly read: DataSource,
+  ) {}
+
+  onModuleInit(): void {
+    this.metrics.watchPool('primary', poolOf(this.primary));
+    this.metrics.watchPool('read', poolOf(this.read));
+  }
+
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(HttpMetricsMiddleware).forRoutes('*');
+  }
+}

@@ -13,7 +13,9 @@ const storeProvider = {
   provide: RateLimitStore,
   inject: [APP_CONFIG],
   useFactory: (config: AppConfig): RateLimitStore =>
-    config.redisUrl ? new RedisRateLimitStore(config.redisUrl) : new MemoryRateLimitStore(),
+    config.redisUrl
+      ? new RedisRateLimitStore(config.redisUrl, `${config.redisKeyPrefix}rl:`)
+      : new MemoryRateLimitStore(),
 };
 
 @Global()

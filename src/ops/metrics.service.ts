@@ -1,0 +1,156 @@
+import { Injectable } from '@nestjs/common';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface IngestOutcome {
+  accepted: number;
+  duplicates: number;
+  /** Rejected events of the batch, counted by their error code (e.g. `invalid_type`). */
+  rejectedByCode: Record<string, number>;
+  testMode: boolean;
+}
+
+/**
+ * `completed`: the run computed what was pending. `skipped`: another instance held the lock.
+ * `failed`: the run threw. `abandoned`: the run stopped early because the process is shutting down.
+ */
+export type RollupOutcome = 'completed' | 'skipped' | 'failed' | 'abandoned';
+
+export interface RollupRun {
+  seconds: number;
+  /** Age of the oldest change the run picked up, in seconds; 0 when nothing was pending. */
+  lagSeconds?: number;
+  outcome: RollupOutcome;
+}
+
+/** A connection pool the metrics can read (the `pg` Pool behind a TypeORM DataSource). */
+export interface PoolStats {
+  totalCount: number;
+  idleCount: number;
+  waitingCount: number;
+}
+
+// Seconds. Ingest commits and reads land in the tens of milliseconds; the tail buckets catch a
+// slow database before clients time out.
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const ROLLUP_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/**
+ * Every Prometheus metric of the service, in a registry of its own (not prom-client's global
+ * one), so that several app instances in one process never collide.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+  private readonly pools = new Map<string, () => PoolStats | undefined>();
+
+  private readonly httpRequests = new Counter({
+    name: 'tally_http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly httpDuration = new Histogram({
+    name: 'tally_http_request_duration_seconds',
+    help: 'Time from request start to the end of the response, by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: HTTP_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly eventsAccepted = new Counter({
+    name: 'tally_events_accepted_total',
+    help: 'Events stored by ingest.',
+    labelNames: ['mode'] as const,
+    registers: [this.registry],
+  });
+  private readonly eventsDuplicate = new Counter({
+    name: 'tally_events_duplicate_total',
+    help: 'Events not stored again because their eventId was already seen.',
+    labelNames: ['mode'] as const,
+    registers: [this.registry],
+  });
+  private readonly eventsRejected = new Counter({
+    name: 'tally_events_rejected_total',
+    help: 'Events rejected by ingest validation, by error code.',
+    labelNames: ['code', 'mode'] as const,
+    registers: [this.registry],
+  });
+  private readonly rollupDuration = new Histogram({
+    name: 'tally_rollup_run_duration_seconds',
+    help: 'Duration of rollup runs, by outcome.',
+    labelNames: ['outcome'] as const,
+    buckets: ROLLUP_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly rollupLag = new Gauge({
+    name: 'tally_rollup_lag_seconds',
+    help: 'Age of the oldest change picked up by the last completed rollup run.',
+    registers: [this.registry],
+  });
+  private readonly rollupLastSuccess = new Gauge({
+    name: 'tally_rollup_last_success_timestamp_seconds',
+    help: 'Unix time of the last completed rollup run on this instance.',
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+    const pools = this.pools;
+    const gauge = (name: string, help: string, read: (s: PoolStats) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['pool'] as const,
+        registers: [this.registry],
+        collect() {
+          this.reset();
+          for (const [pool, stats] of pools) {
+            const s = stats();
+            if (s) this.set({ pool }, read(s));
+          }
+        },
+      });
+    gauge('tally_db_pool_connections', 'Open connections of a database pool.', (s) => s.totalCount);
+    gauge('tally_db_pool_idle_connections', 'Idle connections of a database pool.', (s) => s.idleCount);
+    gauge(
+      'tally_db_pool_waiting_requests',
+      'Queries waiting for a free connection of a database pool.',
+      (s) => s.waitingCount,
+    );
+  }
+
+  /** Registers a pool whose usage `/metrics` reports under the label `pool`. */
+  watchPool(name: string, stats: () => PoolStats | undefined): void {
+    this.pools.set(name, stats);
+  }
+
+  observeHttp(method: string, route: string, status: number, seconds: number): void {
+    const labels = { method, route, status: String(status) };
+    this.httpRequests.inc(labels);
+    this.httpDuration.observe(labels, seconds);
+  }
+
+  recordIngest(outcome: IngestOutcome): void {
+    const mode = outcome.testMode ? 'test' : 'live';
+    if (outcome.accepted > 0) this.eventsAccepted.inc({ mode }, outcome.accepted);
+    if (outcome.duplicates > 0) this.eventsDuplicate.inc({ mode }, outcome.duplicates);
+    for (const [code, n] of Object.entries(outcome.rejectedByCode)) {
+      if (n > 0) this.eventsRejected.inc({ code, mode }, n);
+    }
+  }
+
+  observeRollupRun(run: RollupRun): void {
+    this.rollupDuration.observe({ outcome: run.outcome }, run.seconds);
+    if (run.outcome === 'completed') {
+      this.rollupLastSuccess.set(Date.now() / 1000);
+      this.rollupLag.set(run.lagSeconds ?? 0);
+    }
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
