@@ -59,14 +59,14 @@ export class RollupComputationRepository {
    * Days that have ended but whose rows were last computed before the end (so they are not
    * final yet). The partial index rollups_unfinal keeps this cheap: it holds only such rows.
    */
-  async unfinalisedDays(runner: QueryRunner, today: string): Promise<AppDay[]> {
+  async unfinalisedDays(runner: QueryRunner, since: string, today: string): Promise<AppDay[]> {
     return (await runner.query(
       `SELECT DISTINCT app_id AS "appId", day::text AS day
          FROM rollups
         WHERE computed_at < ((day + 1)::timestamp AT TIME ZONE 'UTC')
-          AND day < $1::date
+          AND day >= $1::date AND day < $2::date
         ORDER BY day, "appId"`,
-      [today],
+      [since, today],
     )) as AppDay[];
   }
 

@@ -1,6 +1,7 @@
-import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
 import { AppError } from '@app/common/app-error';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { invalidQuery } from '@app/events/query-validation.pipe';
 import { addDays, daySpan, utcDateString } from '@app/events/time-params';
 import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
@@ -67,6 +68,7 @@ export class RollupsService implements BeforeApplicationShutdown {
   constructor(
     private readonly rollups: RollupRepository,
     private readonly computation: RollupComputationRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   /** GET /api/v1/rollups. */
@@ -125,7 +127,10 @@ export class RollupsService implements BeforeApplicationShutdown {
     if (this.running) return Promise.resolve({ status: 'skipped', days: 0, rows: 0 });
     this.running = this.locked(async (runner) => {
       const dirty = await this.computation.dirtyDays(runner);
-      const unfinal = await this.computation.unfinalisedDays(runner, utcDateString(now));
+      // Older days have lost their events to retention: recomputing them would change nothing.
+      const today = utcDateString(now);
+      const since = addDays(today, -this.config.eventRetentionDays);
+      const unfinal = await this.computation.unfinalisedDays(runner, since, today);
       return this.recompute(runner, dedupe([...dirty, ...unfinal]));
     }).finally(() => {
       this.running = null;
