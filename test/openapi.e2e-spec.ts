@@ -1,0 +1,124 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import request from 'supertest';
+import { buildOpenApiDocument, PROBLEM_SCHEMA_REF } from '@app/ops/openapi';
+import { DrainState } from '@app/ops/drain-state';
+import { startTestApp, TestApp } from './support/test-app';
+import { Contract } from './support/contract';
+
+// `UPDATE_OPENAPI=1 npx jest test/openapi.e2e-spec.ts` rewrites the committed copy after an
+// intended API change; review the diff like any other.
+const COMMITTED = path.join(__dirname, '..', 'docs', 'openapi.json');
+const UPDATE = process.env.UPDATE_OPENAPI === '1';
+
+const serialize = (doc: unknown) => JSON.stringify(doc, null, 2) + '\n';
+
+type Operation = {
+  security?: Record<string, string[]>[];
+  responses: Record<string, { content?: Record<string, unknown> }>;
+};
+
+describe('OpenAPI document', () => {
+  let t: TestApp;
+  let served: Record<string, unknown> & { paths: Record<string, Record<string, Operation>> };
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    const res = await request(t.http).get('/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    served = res.body;
+  });
+  afterAll(() => t.close());
+
+  it('GET /openapi.json serves the document buildOpenApiDocument generates', () => {
+    expect(served).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument(t.app))));
+  });
+
+  it('matches the committed docs/openapi.json', () => {
+    if (UPDATE) fs.writeFileSync(COMMITTED, serialize(served));
+    expect(fs.existsSync(COMMITTED)).toBe(true);
+    // Compared as text so that the failure shows the exact lines that changed.
+    expect(serialize(served)).toBe(fs.readFileSync(COMMITTED, 'utf8'));
+  });
+
+  it('is OpenAPI 3.1 with both bearer schemes, the problem schema and servers', () => {
+    expect(served.openapi).toBe('3.1.0');
+    expect(served.info).toEqual(expect.objectContaining({ title: 'Tally', version: '1.0.0' }));
+    expect(served.servers).toEqual([expect.objectContaining({ url: '{baseUrl}' })]);
+    const components = served.components as {
+      securitySchemes: Record<string, unknown>;
+      schemas: Record<string, { required?: string[]; properties?: Record<string, { enum?: string[] }> }>;
+    };
+    expect(components.securitySchemes).toEqual({
+      ingestKey: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+      apiKey: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+    });
+    const problem = components.schemas.Problem;
+    expect(problem.required).toEqual(['type', 'title', 'status', 'detail', 'code', 'requestId']);
+    expect(problem.properties?.code.enum).toEqual(
+      expect.arrayContaining(['invalid_key', 'insufficient_scope', 'rate_limited', 'service_unavailable']),
+    );
+  });
+
+  it('covers every endpoint and error status of the interface, with problem+json errors', () => {
+    const expected: [string, string, string, number[]][] = [
+      ['/api/ingest', 'post', 'ingestKey', [200, 401, 413, 429]],
+      ['/api/v1/events', 'get', 'apiKey', [200, 401, 403]],
+      ['/api/v1/rollups', 'get', 'apiKey', [200, 401, 403]],
+    ];
+    for (const [route, method, scheme, statuses] of expected) {
+      const operation = served.paths[route]?.[method];
+      expect({ route, documented: Boolean(operation) }).toEqual({ route, documented: true });
+      expect({ route, security: operation.security }).toEqual({ route, security: [{ [scheme]: [] }] });
+      for (const status of statuses) {
+        const response = operation.responses[String(status)];
+        expect({ route, status, documented: Boolean(response) }).toEqual({ route, status, documented: true });
+        if (status >= 400) {
+          expect({ route, status, content: response.content }).toEqual({
+            route,
+            status,
+            content: { 'application/problem+json': { schema: { $ref: PROBLEM_SCHEMA_REF } } },
+          });
+        }
+      }
+    }
+    for (const route of ['/healthz', '/readyz', '/metrics']) {
+      expect({ route, security: served.paths[route]?.get?.security }).toEqual({ route, security: undefined });
+    }
+  });
+});
+
+describe('contract checks', () => {
+  let t: TestApp;
+  let contract: Contract;
+
+  beforeAll(async () => {
+    t = await startTestApp({ AUTH_FAILURE_LIMIT: '1000' });
+    contract = new Contract(t.app);
+  });
+  afterAll(() => t.close());
+
+  it('accept a conforming response and reject one that is not documented or does not match', async () => {
+    const ok = await request(t.http).get('/healthz');
+    contract.expect(ok, 'get', '/healthz');
+
+    const notDocumented = { ...ok, status: 418 } as request.Response;
+    expect(() => contract.expect(notDocumented, 'get', '/healthz')).toThrow(/documents no 418 response/);
+
+    const wrongBody = { ...ok, body: { status: 'fine', extra: 1 } } as request.Response;
+    expect(() => contract.expect(wrongBody, 'get', '/healthz')).toThrow(/does not match the OpenAPI schema/);
+
+    expect(() => contract.expect(ok, 'get', '/nowhere')).toThrow(/no operation GET \/nowhere/);
+  });
+
+  it('validate problem+json error bodies against the Problem schema', async () => {
+    t.app.get(DrainState).begin();
+    const res = await request(t.http).get('/readyz');
+    expect(res.status).toBe(503);
+    contract.expect(res, 'get', '/readyz');
+
+    const broken = { ...res, body: { ...res.body, code: 'no_such_code' } } as request.Response;
+    expect(() => contract.expect(broken, 'get', '/readyz')).toThrow(/\/code must be equal to one of/);
+  });
+});
