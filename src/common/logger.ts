@@ -2,6 +2,13 @@ import type { Params } from 'nestjs-pino';
 import type { AppConfig } from '@app/config/config';
 import { assignRequestId } from './request-id';
 
+// A client that puts its key in the URL by mistake must not have it written to the logs.
+const KEY_IN_URL = /tly_(live|test|api)_[0-9A-Za-z]+/gi;
+
+function loggableUrl(url: unknown): unknown {
+  return typeof url === 'string' ? url.replace(KEY_IN_URL, 'tly_$1_[redacted]').slice(0, 512) : url;
+}
+
 /** One JSON line per request, with the request id; credentials are never written. */
 export function loggerOptions(config: AppConfig): Params {
   return {
@@ -16,8 +23,7 @@ export function loggerOptions(config: AppConfig): Params {
         req: (req: { id: string; method: string; url: string; headers: Record<string, unknown> }) => ({
           id: req.id,
           method: req.method,
-          // Query strings carry no secrets (keys travel in headers only), but keep them short.
-          url: typeof req.url === 'string' ? req.url.slice(0, 512) : req.url,
+          url: loggableUrl(req.url),
           headers: {
             authorization: req.headers.authorization,
             'content-type': req.headers['content-type'],
