@@ -1,0 +1,275 @@
+// Shared pieces of the out-of-process reliability scripts (crash, outage, soak): a private
+// embedded PostgreSQL, the admin CLI, the built server as a child process, HTTP with a hard
+// deadline, and a small pass/fail ledger. Plain ESM so the scripts run without a compiler.
+/* global fetch, AbortSignal */
+import fs from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { execFile, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { ensure, stop } from '../../src/database/embedded-pg.mjs';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const SERVER_JS = path.join(ROOT, 'dist/src/main.js');
+const CLI_JS = path.join(ROOT, 'dist/src/cli/main.js');
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Fails fast with a clear message when `npm run build` has not produced the server. */
+export async function assertBuilt() {
+  for (const file of [SERVER_JS, CLI_JS]) {
+    await fs.access(file).catch(() => {
+      throw new Error(`${path.relative(ROOT, file)} is missing: run npm run build first`);
+    });
+  }
+}
+
+/** A PostgreSQL cluster in a temporary folder that only this script uses. */
+export async function startDatabase(label) {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), `tally-${label}-`));
+  await fs.chmod(dir, 0o755);
+  const port = await freePort();
+  const { url } = await ensure(dir, port);
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  // A stopped database makes idle clients error; the script handles outages itself.
+  pool.on('error', () => undefined);
+  return {
+    dir,
+    port,
+    url,
+    pool,
+    stop: () => stop(dir),
+    start: () => ensure(dir, port),
+    async destroy() {
+      await pool.end().catch(() => undefined);
+      await stop(dir).catch(() => undefined);
+      await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    },
+  };
+}
+
+/** Runs one admin CLI command with --json and returns its parsed output. */
+export function cli(databaseUrl, args) {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [CLI_JS, ...args, '--json'],
+      { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' }, timeout: 60_000 },
+      (err, stdout, stderr) => {
+        if (err) return reject(new Error(`tally ${args.join(' ')} failed: ${stderr.trim() || err.message}`));
+        try {
+          resolve(JSON.parse(stdout));
+        } catch {
+          reject(new Error(`tally ${args.join(' ')} printed no JSON: ${stdout.slice(0, 200)}`));
+        }
+      },
+    );
+  });
+}
+
+/** An app with a live ingest key and an API key that has both read scopes. */
+export async function makeTenant(databaseUrl, name) {
+  const app = await cli(databaseUrl, ['apps', 'create', '--name', name]);
+  const ingest = await cli(databaseUrl, ['keys', 'create-ingest', '--app', app.id]);
+  const api = await cli(databaseUrl, [
+    'keys',
+    'create-api',
+    '--app',
+    app.id,
+    '--scope',
+    'events:read',
+    '--scope',
+    'rollups:read',
+  ]);
+  return { appId: app.id, ingestKey: ingest.key, apiKey: api.key };
+}
+
+/** Limits high enough that the load of these scripts is never throttled. */
+export const UNTHROTTLED = {
+  INGEST_RATE_REQUESTS: '10000000',
+  INGEST_RATE_EVENTS: '1000000000',
+  READ_RATE_REQUESTS: '10000000',
+  AUTH_FAILURE_LIMIT: '10000000',
+};
+
+// Servers this process started; none may outlive the script, whatever happens to it.
+const children = new Set();
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
+/**
+ * Starts `node dist/src/main.js` and resolves once it listens. `exited` resolves with the exit
+ * code or signal; `output()` returns what it printed, for diagnostics.
+ */
+export async function startServer({ databaseUrl, port, env = {}, startTimeoutMs = 60_000 }) {
+  const child = spawn(process.execPath, [SERVER_JS], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ...UNTHROTTLED,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  let out = '';
+  const keep = (chunk) => {
+    out += chunk;
+    if (out.length > 200_000) out = out.slice(-100_000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)));
+  const listening = new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`server did not start in ${startTimeoutMs} ms:\n${out}`)),
+      startTimeoutMs,
+    );
+    const onData = () => {
+      if (out.includes('Tally listening')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout.on('data', onData);
+    void exited.then((how) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${how}) before listening:\n${out}`));
+    });
+  });
+  try {
+    await listening;
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    child,
+    pid: child.pid,
+    base: `http://127.0.0.1:${port}`,
+    exited,
+    output: () => out,
+    isAlive: () => child.exitCode === null && child.signalCode === null,
+    async kill(signal = 'SIGKILL') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Resident set size of a process in bytes (Linux), or null. */
+export function rssOf(pid) {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * One HTTP exchange with a hard deadline. Never throws: a transport failure or a timeout comes
+ * back as `{ error }`, so a caller can treat it like an SDK would (no answer: retry later).
+ */
+export async function http(base, pathname, { method = 'GET', headers = {}, body, timeoutMs = 10_000 } = {}) {
+  const started = performance.now();
+  try {
+    const res = await fetch(base + pathname, {
+      method,
+      headers,
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const text = await res.text();
+    let json;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return {
+      status: res.status,
+      headers: res.headers,
+      text,
+      body: json,
+      ms: performance.now() - started,
+    };
+  } catch (err) {
+    const cause = err?.cause?.code ?? err?.name ?? 'error';
+    return { error: String(cause), ms: performance.now() - started };
+  }
+}
+
+export function ingest(base, key, events, timeoutMs) {
+  return http(base, '/api/ingest', {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+    body: { events, sentAt: Date.now() },
+    timeoutMs,
+  });
+}
+
+/** How many rows of the events table hold each of `eventIds`, for one app. */
+export async function storedCounts(pool, appId, eventIds) {
+  const { rows } = await pool.query(
+    `SELECT event_id, count(*)::int AS n FROM events
+      WHERE app_id = $1 AND event_id = ANY($2::text[]) GROUP BY event_id`,
+    [appId, eventIds],
+  );
+  const counts = new Map(eventIds.map((id) => [id, 0]));
+  for (const row of rows) counts.set(row.event_id, row.n);
+  return counts;
+}
+
+/** Named checks; prints a line per failure and a `N passed, M failed` line at the end. */
+export class Ledger {
+  passed = 0;
+  failed = 0;
+  failures = [];
+
+  check(name, ok, detail = '') {
+    if (ok) {
+      this.passed++;
+    } else {
+      this.failed++;
+      this.failures.push(name);
+      if (this.failed === 40) process.stdout.write('FAIL … further failures are counted, not printed\n');
+      if (this.failed < 40) process.stdout.write(`FAIL ${name}${detail ? `: ${detail}` : ''}\n`);
+    }
+    return ok;
+  }
+
+  finish(summary) {
+    process.stdout.write(`${summary}\n`);
+    process.stdout.write(`${this.passed} passed, ${this.failed} failed\n`);
+    return this.failed === 0 ? 0 : 1;
+  }
+}
+
+export function percentile(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
