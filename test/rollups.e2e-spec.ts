@@ -353,7 +353,100 @@ describe('rollups (decisions §6, §7)', () => {
     });
   });
 
+  describe('end to end: POST /api/ingest, then the computation', () => {
+    type Tenant = Awaited<ReturnType<typeof makeTenant>>;
+
+    /** Sends events in batches, live events with the live key and test events with the test key. */
+    async function ingest(tenantOf: Tenant, events: (MixEvent & { eventId: string })[]) {
+      const totals = { accepted: 0, duplicates: 0, rejected: 0 };
+      for (const mode of ['live', 'test'] as const) {
+        const subset = events.filter((e) => e.isTestMode === (mode === 'test'));
+        for (let i = 0; i < subset.length; i += 200) {
+          const batch = subset.slice(i, i + 200).map((e) => ({
+            eventName: e.eventName,
+            eventTime: e.ts,
+            eventId: e.eventId,
+            ...(e.anonymousUserId !== undefined && { anonymousUserId: e.anonymousUserId }),
+            ...(e.sessionId !== undefined && { sessionId: e.sessionId }),
+            ...(e.floatValue !== undefined && { floatValue: e.floatValue }),
+          }));
+          const res = await request(t.http)
+            .post('/api/ingest')
+            .set(bearer(mode === 'live' ? tenantOf.liveKey : tenantOf.testKey))
+            .set('Content-Type', 'application/json')
+            .send({ events: batch });
+          expect(res.status).toBe(200);
+          totals.accepted += res.body.accepted;
+          totals.duplicates += res.body.duplicates;
+          totals.rejected += res.body.rejected;
+        }
+      }
+      return totals;
+    }
+
+    const withIds = (prefix: string, events: MixEvent[]) =>
+      events.map((e, i) => ({ ...e, eventId: `${prefix}-${i}` }));
+
+    it('ingests a mix over several days and apps, with duplicates and late events, and the rollups match', async () => {
+      const a = await makeTenant(t.app);
+      const b = await makeTenant(t.app);
+      const mixA = withIds('a', makeMix(101, [...pastDays, todayStart], 600));
+      const mixB = withIds('b', makeMix(202, [...pastDays, todayStart], 250));
+      expect(await ingest(a, mixA)).toEqual({ accepted: 600, duplicates: 0, rejected: 0 });
+      expect(await ingest(b, mixB)).toEqual({ accepted: 250, duplicates: 0, rejected: 0 });
+      // A retried batch: every event is a duplicate and nothing is counted twice.
+      expect(await ingest(a, mixA.slice(0, 150))).toEqual({ accepted: 0, duplicates: 150, rejected: 0 });
+
+      expect((await service.run()).status).toBe('computed');
+      const read = async (tenantOf: Tenant) => {
+        const res = await rollups(
+          { appId: tenantOf.appId, fromDate: dayOf(pastDays[0]), toDate: today, testMode: 'all' },
+          tenantOf.apiKey,
+        );
+        expect(res.status).toBe(200);
+        return res.body;
+      };
+      expect(await read(a)).toEqual(expectedRollups(a.appId, mixA));
+      expect(await read(b)).toEqual(expectedRollups(b.appId, mixB));
+
+      // Late events for a day that is already computed (and final), one of them a duplicate.
+      const late = withIds('late', [
+        {
+          eventName: 'Checkout.completed',
+          ts: pastDays[1] + 7_000,
+          isTestMode: false,
+          anonymousUserId: 'new-user',
+          floatValue: 12.5,
+        },
+        { eventName: 'Late.only', ts: pastDays[1] + 8_000, isTestMode: false },
+        { eventName: 'App.opened', ts: pastDays[1] + 9_000, isTestMode: true, sessionId: 'late-session' },
+      ]);
+      expect(await ingest(a, [...late, { ...mixA[0] }])).toEqual({ accepted: 3, duplicates: 1, rejected: 0 });
+      expect((await service.run()).status).toBe('computed');
+      const after = await read(a);
+      expect(after).toEqual(expectedRollups(a.appId, [...mixA, ...late]));
+      expect(
+        after
+          .filter((r: { date: string }) => r.date === dayOf(pastDays[1]))
+          .every((r: { final: boolean }) => r.final),
+      ).toBe(true);
+    });
+  });
+
   describe('finalisation and robustness', () => {
+    it('recomputing a day whose events are gone (dropped partition) keeps its rollups', async () => {
+      const own = await makeTenant(t.app);
+      const day = pastDays[3];
+      await seedEvents(t.db, own.appId, [{ eventName: 'App.opened', receivedAt: day + 1000, floatValue: 2 }]);
+      await service.compute({ appId: own.appId, from: dayOf(day), to: dayOf(day) });
+      const before = await rollups({ appId: own.appId }, own.apiKey);
+      expect(before.body).toHaveLength(2);
+      await t.db.query(`DELETE FROM events WHERE app_id = $1`, [own.appId]);
+      const again = await service.compute({ appId: own.appId, from: dayOf(day), to: dayOf(day) });
+      expect(again).toEqual({ days: 1, rows: 0 });
+      expect((await rollups({ appId: own.appId }, own.apiKey)).body).toEqual(before.body);
+    });
+
     it('a day computed before its end is not final; the next run after midnight finalises it', async () => {
       const own = await makeTenant(t.app);
       const day = pastDays[2];
