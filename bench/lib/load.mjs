@@ -1,0 +1,92 @@
+// A thin wrapper around autocannon that runs a fixed number of requests, so that every request it
+// sends is answered before it returns and the database can be compared with the answers exactly.
+import autocannon from 'autocannon';
+
+/**
+ * Sends `amount` requests over `connections` keep-alive connections.
+ *
+ * - `body(i)`: the body of the i-th request (string or Buffer), or none for a GET.
+ * - `count`: parse the 200 answers of ingest and sum `received`, `accepted`, `duplicates`, `rejected`.
+ * - `maxSeconds`: a safety stop. When it fires, requests in flight are abandoned and the run is
+ *   marked `stoppedEarly`, because the server may still commit what the client never saw.
+ */
+export async function runLoad({
+  url,
+  method = 'GET',
+  headers = {},
+  body,
+  connections,
+  amount,
+  count = false,
+  maxSeconds = 60,
+}) {
+  const sums = { received: 0, accepted: 0, duplicates: 0, rejected: 0, metered: 0 };
+  let badBodies = 0;
+  let sent = 0;
+  const request = {};
+  if (body) {
+    request.setupRequest = (req) => {
+      req.body = body(sent++);
+      return req;
+    };
+  }
+  if (count) {
+    request.onResponse = (status, text) => {
+      if (status !== 200) return;
+      try {
+        const r = JSON.parse(text);
+        for (const k of Object.keys(sums)) if (typeof r[k] === 'number') sums[k] += r[k];
+      } catch {
+        badBodies++;
+      }
+    };
+  }
+  const instance = autocannon({
+    url,
+    method,
+    headers,
+    connections: Math.min(connections, amount),
+    amount,
+    timeout: 30,
+    requests: [request],
+  });
+  let stoppedEarly = false;
+  const watchdog = setTimeout(() => {
+    stoppedEarly = true;
+    instance.stop();
+  }, maxSeconds * 1000);
+  const result = await instance;
+  clearTimeout(watchdog);
+  const completed = Object.values(result.statusCodeStats ?? {}).reduce((n, s) => n + Number(s.count), 0);
+  const seconds = result.duration;
+  return {
+    connections: result.connections,
+    requests: completed,
+    seconds,
+    requestsPerSec: completed / seconds,
+    latencyMs: {
+      p50: result.latency.p50,
+      p90: result.latency.p90,
+      p99: result.latency.p99,
+      max: result.latency.max,
+      mean: Math.round(result.latency.average * 100) / 100,
+    },
+    errors: result.errors,
+    timeouts: result.timeouts,
+    non2xx: result.non2xx,
+    statusCodes: Object.fromEntries(
+      Object.entries(result.statusCodeStats ?? {}).map(([k, v]) => [k, Number(v.count)]),
+    ),
+    badBodies,
+    stoppedEarly,
+    ...(count ? { totals: sums, eventsPerSec: sums.accepted / seconds } : {}),
+  };
+}
+
+/** Percentiles of a list of durations in ms. */
+export function percentiles(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+  const round = (v) => Math.round(v * 100) / 100;
+  return { n: sorted.length, p50: round(at(50)), p99: round(at(99)), max: round(sorted[sorted.length - 1]) };
+}

@@ -1,0 +1,152 @@
+/* global fetch */
+// Child processes of the benchmark: the built server, the admin CLI, the bare HTTP server.
+// Everything listens on 127.0.0.1 and is stopped before the run ends.
+import { spawn, execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { promisify } from 'node:util';
+
+const execFileAsync = promisify(execFile);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resident and peak resident memory of a process, in bytes, from /proc (Linux). */
+export function memoryOf(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+    return { rss: kb('VmRSS') * 1024, hwm: kb('VmHWM') * 1024 };
+  } catch {
+    return { rss: NaN, hwm: NaN };
+  }
+}
+
+/** Keeps the last lines of a child's output, to explain a failure. */
+function tail(stream, lines) {
+  let buffer = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (d) => {
+    buffer += d;
+    const parts = buffer.split('\n');
+    buffer = parts.pop();
+    lines.push(...parts);
+    if (lines.length > 50) lines.splice(0, lines.length - 50);
+  });
+}
+
+async function waitForHttp(url, child, output, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      throw new Error(`process exited with ${child.exitCode} before it was ready:\n${output.join('\n')}`);
+    }
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      /* not listening yet */
+    }
+    await sleep(100);
+  }
+  throw new Error(`${url} not ready after ${timeoutMs} ms:\n${output.join('\n')}`);
+}
+
+function handle(child, output, baseUrl) {
+  let peakRss = 0;
+  const sampler = setInterval(() => {
+    const { rss } = memoryOf(child.pid);
+    if (rss > peakRss) peakRss = rss;
+  }, 100);
+  sampler.unref();
+  return {
+    pid: child.pid,
+    baseUrl,
+    output,
+    memory() {
+      const { rss, hwm } = memoryOf(child.pid);
+      return { rss, hwm, sampledPeak: Math.max(peakRss, rss || 0) };
+    },
+    async stop() {
+      clearInterval(sampler);
+      if (child.exitCode !== null) return child.exitCode;
+      const exited = new Promise((r) => child.once('exit', (code) => r(code)));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+/** Starts `node dist/src/main.js` against `databaseUrl` and waits for /healthz. */
+export async function startServer({ dist, databaseUrl, env = {} }) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [`${dist}/src/main.js`], {
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DATABASE_URL: databaseUrl,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      ROLLUPS_ENABLED: 'false',
+      // The benchmark measures capacity, not the limiter: raise every limit far out of reach.
+      INGEST_RATE_REQUESTS: '10000000',
+      INGEST_RATE_EVENTS: '1000000000',
+      READ_RATE_REQUESTS: '10000000',
+      AUTH_FAILURE_LIMIT: '10000000',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = [];
+  tail(child.stdout, output);
+  tail(child.stderr, output);
+  const baseUrl = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHttp(`${baseUrl}/healthz`, child, output, 90_000);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return handle(child, output, baseUrl);
+}
+
+/** Starts the bare node:http server used as the HTTP ceiling. */
+export async function startBareServer(script) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [script, String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = [];
+  tail(child.stdout, output);
+  tail(child.stderr, output);
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${baseUrl}/healthz`, child, output, 10_000);
+  return handle(child, output, baseUrl);
+}
+
+/** Runs one admin CLI command with --json and returns its parsed output. */
+export async function cli(dist, databaseUrl, args) {
+  try {
+    const { stdout } = await execFileAsync(process.execPath, [`${dist}/src/cli/main.js`, ...args, '--json'], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+      timeout: 600_000,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    return JSON.parse(stdout);
+  } catch (err) {
+    const detail = err.stderr?.trim() || err.message;
+    throw new Error(`tally ${args.join(' ')} failed: ${detail}`);
+  }
+}
