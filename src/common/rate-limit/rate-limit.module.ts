@@ -12,10 +12,13 @@ export const READ_THROTTLER = 'read';
 const storeProvider = {
   provide: RateLimitStore,
   inject: [APP_CONFIG],
-  useFactory: (config: AppConfig): RateLimitStore =>
-    config.redisUrl
-      ? new RedisRateLimitStore(config.redisUrl, `${config.redisKeyPrefix}rl:`)
-      : new MemoryRateLimitStore(),
+  useFactory: async (config: AppConfig): Promise<RateLimitStore> => {
+    if (!config.redisUrl) return new MemoryRateLimitStore();
+    const store = new RedisRateLimitStore(config.redisUrl, `${config.redisKeyPrefix}rl:`);
+    // Boot does not fail without Redis: the store counts in memory until Redis is back.
+    await store.waitForConnection();
+    return store;
+  },
 };
 
 @Global()

@@ -50,6 +50,24 @@ export class RedisRateLimitStore extends RateLimitStore {
     this.redis.defineCommand('tallyHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
   }
 
+  /**
+   * Waits until the connection is up, at most `timeoutMs`; it does not throw, since the store
+   * counts in memory until Redis answers. Called at boot so the first requests count in Redis.
+   */
+  async waitForConnection(timeoutMs = 2000): Promise<boolean> {
+    if (this.redis.status === 'ready') return true;
+    return new Promise((resolve) => {
+      const done = (ready: boolean) => {
+        clearTimeout(timer);
+        this.redis.off('ready', onReady);
+        resolve(ready);
+      };
+      const onReady = () => done(true);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      this.redis.once('ready', onReady);
+    });
+  }
+
   get client(): Redis {
     return this.redis;
   }
