@@ -1,0 +1,28 @@
+/** Field limits of an event (decisions §4). Lengths count Unicode code points. */
+export const EVENT_LIMITS = {
+  eventNameMax: 200,
+  identifierMax: 200,
+  contextMax: 100,
+  payloadMaxKeys: 100,
+  payloadKeyMax: 128,
+  payloadStringMax: 1024,
+} as const;
+
+/** A client clock off by more than this (per `sentAt`) has its event times corrected. */
+export const CLOCK_SKEW_TOLERANCE_MS = 5 * 60_000;
+/** An effective time further ahead than this is clamped to the receive time. */
+export const FUTURE_TOLERANCE_MS = 10 * 60_000;
+/** The response lists at most this many errors, and this many warnings, per event. */
+export const MAX_ISSUES_PER_EVENT = 10;
+
+export const DAY_MS = 86_400_000;
+export const REDACTED = '[redacted]';
+
+/**
+ * The most events one request may carry: INGEST_MAX_EVENTS, or the per-window event rate when
+ * that is lower, since a batch over the rate could never be accepted and a client retrying it on
+ * 429 would loop forever. A 413 tells the client to split instead.
+ */
+export function maxEventsPerRequest(config: { ingestMaxEvents: number; ingestRateEvents: number }): number {
+  return Math.min(config.ingestMaxEvents, config.ingestRateEvents);
+}

@@ -1,0 +1,99 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { AcceptedEvent } from './ingest.types';
+
+const MS = `interval '1 millisecond'`;
+const EPOCH = `'epoch'::timestamptz`;
+
+// One statement does the whole write, so it is one transaction and one round trip:
+//  - `fresh` claims each eventId in event_dedup. A row already there is a duplicate, unless it
+//    is older than the dedup window (the hourly expiry has not reached it yet), in which case it
+//    is refreshed and counts as new. Ids are claimed in sorted order so that two batches sharing
+//    ids cannot deadlock; a concurrent identical batch waits on the unique index and then sees
+//    the conflict, so exactly one copy is stored.
+//  - `stored` inserts the events with no eventId or a freshly claimed one.
+//  - `dirty` marks each UTC day that received events for the rollup task.
+//  - The result lists the eventIds that were duplicates.
+const INSERT_BATCH = `
+WITH input AS (
+  SELECT * FROM unnest(
+    $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::boolean[],
+    $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[],
+    $17::float8[], $18::jsonb[]
+  ) AS t(event_id, ts_ms, event_time, event_name, anonymous_user_id, session_id, is_test_mode,
+         platform, app_version, build_number, os_version, device_model, locale, timezone,
+         float_value, payload)
+),
+fresh AS (
+  INSERT INTO event_dedup AS d (app_id, event_id, seen_at)
+  SELECT $1::uuid, event_id, ${EPOCH} + $2::bigint * ${MS}
+    FROM input WHERE event_id IS NOT NULL ORDER BY event_id
+  ON CONFLICT (app_id, event_id) DO UPDATE SET seen_at = EXCLUDED.seen_at
+    WHERE d.seen_at < ${EPOCH} + $19::bigint * ${MS}
+  RETURNING d.event_id
+),
+stored AS (
+  INSERT INTO events (app_id, ts, received_at, event_time, event_name, event_id, anonymous_user_id,
+                      session_id, is_test_mode, platform, app_version, build_number, os_version,
+                      device_model, locale, timezone, float_value, payload)
+  SELECT $1::uuid, ${EPOCH} + i.ts_ms * ${MS}, ${EPOCH} + $2::bigint * ${MS}, i.event_time,
+         i.event_name, i.event_id, i.anonymous_user_id, i.session_id, i.is_test_mode, i.platform,
+         i.app_version, i.build_number, i.os_version, i.device_model, i.locale, i.timezone,
+         i.float_value, i.payload
+    FROM input i
+   WHERE i.event_id IS NULL OR EXISTS (SELECT 1 FROM fresh f WHERE f.event_id = i.event_id)
+  RETURNING ts
+),
+dirty AS (
+  INSERT INTO rollup_dirty (app_id, day)
+  SELECT DISTINCT $1::uuid, (ts AT TIME ZONE 'UTC')::date FROM stored
+)
+SELECT i.event_id AS "eventId" FROM input i
+ WHERE i.event_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.event_id = i.event_id)`;
+
+/** Writes accepted events. The only code that touches the events and dedup tables on ingest. */
+@Injectable()
+export class IngestRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /**
+   * Stores `events` of one app atomically, skipping eventIds already seen since `dedupSince`.
+   * The eventIds must be unique within `events`. Returns the eventIds that were duplicates.
+   */
+  async insertBatch(
+    appId: string,
+    receivedAt: number,
+    dedupSince: number,
+    events: AcceptedEvent[],
+  ): Promise<string[]> {
+    const n = events.length;
+    const col = <T>(pick: (e: AcceptedEvent) => T): T[] => {
+      const out = new Array<T>(n);
+      for (let i = 0; i < n; i++) out[i] = pick(events[i]);
+      return out;
+    };
+    const rows = (await this.db.query(INSERT_BATCH, [
+      appId,
+      receivedAt,
+      col((e) => e.eventId),
+      col((e) => e.ts),
+      col((e) => e.eventTime),
+      col((e) => e.eventName),
+      col((e) => e.anonymousUserId),
+      col((e) => e.sessionId),
+      col((e) => e.isTestMode),
+      col((e) => e.platform),
+      col((e) => e.appVersion),
+      col((e) => e.buildNumber),
+      col((e) => e.osVersion),
+      col((e) => e.deviceModel),
+      col((e) => e.locale),
+      col((e) => e.timezone),
+      col((e) => e.floatValue),
+      col((e) => (e.payload === null ? null : JSON.stringify(e.payload))),
+      dedupSince,
+    ])) as { eventId: string }[];
+    return rows.map((r) => r.eventId);
+  }
+}

@@ -1,0 +1,161 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { AppError, FieldError } from '@app/common/app-error';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { AppsService } from '@app/auth/apps.service';
+import type { RequestKey } from '@app/auth/authenticated-request';
+import { RateLimitStore } from '@app/common/rate-limit/rate-limit.store';
+import { EventValidator } from './event-validator';
+import type { IngestBody } from './ingest-body.reader';
+import { batchTooLarge } from './ingest-errors';
+import { CLOCK_SKEW_TOLERANCE_MS, DAY_MS, maxEventsPerRequest } from './ingest.limits';
+import { IngestRepository } from './ingest.repository';
+import type { AcceptedEvent, IngestResult } from './ingest.types';
+import { pseudonymise } from './pii';
+
+interface Envelope {
+  events: unknown[];
+  sentAt: number | null;
+}
+
+/** Checks the batch envelope: 400 with field errors, or 413 for too many events. */
+function parseEnvelope(value: unknown, bytes: number, config: AppConfig): Envelope {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw invalidBody([{ field: 'body', code: 'invalid_type', message: 'The body must be a JSON object.' }]);
+  }
+  const body = value as Record<string, unknown>;
+  const errors: FieldError[] = [];
+  const events = body.events;
+  if (events === undefined || events === null) {
+    errors.push({ field: 'events', code: 'missing_field', message: 'events is required.' });
+  } else if (!Array.isArray(events)) {
+    errors.push({ field: 'events', code: 'invalid_type', message: 'events must be an array.' });
+  } else if (events.length === 0) {
+    errors.push({ field: 'events', code: 'invalid_value', message: 'events must hold at least one event.' });
+  }
+  let sentAt: number | null = null;
+  const s = body.sentAt;
+  if (s !== undefined && s !== null) {
+    if (typeof s !== 'number') {
+      errors.push({
+        field: 'sentAt',
+        code: 'invalid_type',
+        message: 'sentAt must be an integer of epoch milliseconds.',
+      });
+    } else if (!Number.isSafeInteger(s) || s < 0) {
+      errors.push({
+        field: 'sentAt',
+        code: 'invalid_value',
+        message: 'sentAt must be a whole number of epoch milliseconds, at least 0.',
+      });
+    } else {
+      sentAt = s;
+    }
+  }
+  // Too many events is reported before other envelope problems: the client must split anyway.
+  const max = maxEventsPerRequest(config);
+  if (Array.isArray(events) && events.length > max) {
+    throw batchTooLarge(
+      config,
+      { events: events.length, bytes },
+      `The batch holds ${events.length} events; the limit is ${max}.`,
+    );
+  }
+  if (errors.length) throw invalidBody(errors);
+  return { events: events as unknown[], sentAt };
+}
+
+function invalidBody(errors: FieldError[]): AppError {
+  return new AppError(400, 'invalid_body', 'The batch envelope is invalid; nothing was stored.', { errors });
+}
+
+/** The ingest rules of decisions §4: validation, time, PII, dedup, metering. */
+@Injectable()
+export class IngestService {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly limits: RateLimitStore,
+    private readonly apps: AppsService,
+    private readonly repository: IngestRepository,
+  ) {}
+
+  async ingest(key: RequestKey, body: IngestBody): Promise<IngestResult> {
+    const receivedAt = Date.now();
+    const { events, sentAt } = parseEnvelope(body.value, body.bytes, this.config);
+    await this.checkEventRate(key.id, events.length);
+
+    const appId = key.appIds[0];
+    const secret = await this.apps.piiSecret(appId);
+    const testMode = key.mode === 'test';
+    const skew = sentAt === null ? 0 : receivedAt - sentAt;
+    const validator = new EventValidator({
+      receivedAt,
+      skewMs: Math.abs(skew) > CLOCK_SKEW_TOLERANCE_MS ? skew : 0,
+      oldestTs: receivedAt - this.config.ingestMaxEventAgeDays * DAY_MS,
+      maxEventBytes: this.config.ingestMaxEventBytes,
+      piiPolicy: this.config.piiPolicy,
+      forceTestMode: testMode,
+      pseudonymise: (kind, value) => pseudonymise(secret, kind, value),
+    });
+
+    const toStore: AcceptedEvent[] = [];
+    const seen = new Set<string>();
+    let rejected = 0;
+    let duplicates = 0;
+    for (let i = 0; i < events.length; i++) {
+      const event = validator.validate(events[i], i);
+      if (event === null) {
+        rejected++;
+      } else if (event.eventId !== null && seen.has(event.eventId)) {
+        // A repeat within the batch: the first copy wins.
+        duplicates++;
+      } else {
+        if (event.eventId !== null) seen.add(event.eventId);
+        toStore.push(event);
+      }
+    }
+
+    let metered = 0;
+    let accepted = toStore.length;
+    if (toStore.length) {
+      const dedupSince = receivedAt - this.config.ingestMaxEventAgeDays * DAY_MS;
+      const repeated = await this.repository.insertBatch(appId, receivedAt, dedupSince, toStore);
+      duplicates += repeated.length;
+      accepted -= repeated.length;
+      const repeatedIds = repeated.length ? new Set(repeated) : null;
+      for (const e of toStore) {
+        if (!e.isTestMode && !(repeatedIds && e.eventId !== null && repeatedIds.has(e.eventId))) metered++;
+      }
+    }
+
+    return {
+      received: events.length,
+      accepted,
+      duplicates,
+      rejected,
+      metered,
+      testMode,
+      payloadBytes: body.bytes,
+      serverTime: receivedAt,
+      errors: validator.errors,
+      warnings: validator.warnings,
+    };
+  }
+
+  /** The per-key event rate. Counted before validation: every received event costs. */
+  private async checkEventRate(keyId: string, count: number): Promise<void> {
+    const limit = this.config.ingestRateEvents;
+    const window = await this.limits.hit(`events:${keyId}`, count, this.config.rateWindowMs);
+    if (window.count > limit) {
+      const retryAfter = Math.max(1, Math.ceil(window.resetMs / 1000));
+      throw new AppError(
+        429,
+        'rate_limited',
+        `More than ${limit} events in ${this.config.rateWindowMs} ms for this key; nothing was stored.`,
+        {
+          headers: { 'Retry-After': String(retryAfter) },
+          extra: { limitEvents: limit, windowMs: this.config.rateWindowMs },
+        },
+      );
+    }
+  }
+}

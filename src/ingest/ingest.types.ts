@@ -1,0 +1,73 @@
+/** Per-event codes that reject the event. Stable: SDKs switch on them. */
+export type EventErrorCode =
+  | 'missing_field'
+  | 'invalid_type'
+  | 'invalid_value'
+  | 'too_long'
+  | 'too_many_keys'
+  | 'nested_value'
+  | 'event_too_large'
+  | 'event_too_old'
+  | 'pii_detected'
+  | 'unstorable_value';
+
+/** Per-event codes that keep the event but say what was changed or ignored. */
+export type EventWarningCode =
+  | 'ignored_field'
+  | 'invalid_format'
+  | 'null_value_dropped'
+  | 'unlinked'
+  | 'pii_redacted'
+  | 'pii_pseudonymised'
+  | 'clock_skew_corrected'
+  | 'future_time_clamped';
+
+export interface EventIssue<C extends string = EventErrorCode | EventWarningCode> {
+  index: number;
+  eventId?: string;
+  field: string;
+  code: C;
+  message: string;
+}
+
+export type PiiPolicy = 'redact' | 'reject' | 'allow';
+
+export type PayloadValue = string | number | boolean;
+export type Payload = Record<string, PayloadValue>;
+
+/** An event that passed validation, normalised and ready to store. */
+export interface AcceptedEvent {
+  index: number;
+  eventId: string | null;
+  eventName: string;
+  anonymousUserId: string | null;
+  sessionId: string | null;
+  /** As sent, epoch ms. */
+  eventTime: number | null;
+  /** The effective time (skew-corrected, clamped), epoch ms. */
+  ts: number;
+  isTestMode: boolean;
+  platform: string | null;
+  appVersion: string | null;
+  buildNumber: string | null;
+  osVersion: string | null;
+  deviceModel: string | null;
+  locale: string | null;
+  timezone: string | null;
+  floatValue: number | null;
+  payload: Payload | null;
+}
+
+/** The 200 body of POST /api/ingest (the batch metering result). */
+export interface IngestResult {
+  received: number;
+  accepted: number;
+  duplicates: number;
+  rejected: number;
+  metered: number;
+  testMode: boolean;
+  payloadBytes: number;
+  serverTime: number;
+  errors: EventIssue<EventErrorCode>[];
+  warnings: EventIssue<EventWarningCode>[];
+}
