@@ -1,0 +1,353 @@
+/* global fetch */
+// Two Tally instances against one PostgreSQL and one Redis, as behind a load balancer.
+//
+//   npm run test:multi     (builds, then runs this file)
+//
+// Shows that (a) a per-key rate limit holds across both instances together, (b) rollups computed
+// while both run are correct and gated by the advisory lock, one computation at a time, and
+// (c) a key revoked through the CLI stops working on both within 30 s. Creates a fresh database
+// and a unique Redis key prefix, and removes both at the end. Prints `N passed, M failed` and
+// exits non-zero on any failure.
+import { spawn, execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import Redis from 'ioredis';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const MAIN = path.join(ROOT, 'dist', 'src', 'main.js');
+const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
+const ADMIN_URL = process.env.MULTI_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.MULTI_REDIS_URL ?? 'redis://127.0.0.1:6379';
+// The advisory lock id the rollup computation takes (src/rollups/rollup-computation.repository.ts).
+const ROLLUP_LOCK_ID = 7_310_002;
+const RATE_LIMIT = 10;
+const REVOCATION_BOUND_MS = 30_000;
+
+const run = promisify(execFile);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const suffix = randomUUID().replace(/-/g, '').slice(0, 10);
+const dbName = `tally_multi_${suffix}`;
+const redisPrefix = `tally-multi-${suffix}:`;
+const databaseUrl = (() => {
+  const u = new URL(ADMIN_URL);
+  u.pathname = `/${dbName}`;
+  return u.toString();
+})();
+
+const results = [];
+function check(name, ok, detail = '') {
+  results.push({ name, ok });
+  process.stdout.write(`${ok ? 'ok    ' : 'FAILED'} ${name}${detail ? ` (${detail})` : ''}\n`);
+  return ok;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const env = {
+  ...process.env,
+  DATABASE_URL: databaseUrl,
+  DATABASE_READ_URL: '',
+  REDIS_URL,
+  REDIS_KEY_PREFIX: redisPrefix,
+  LOG_LEVEL: 'warn',
+  HOST: '127.0.0.1',
+  DATABASE_POOL_SIZE: '4',
+  INGEST_RATE_REQUESTS: String(RATE_LIMIT),
+  READ_RATE_REQUESTS: '100000',
+  // One window for the whole run, so that the limit check cannot straddle two windows.
+  RATE_WINDOW_MS: '600000',
+  AUTH_FAILURE_LIMIT: '100000',
+  ROLLUPS_ENABLED: 'true',
+  ROLLUP_INTERVAL_SECONDS: '1',
+  SHUTDOWN_TIMEOUT_MS: '15000',
+};
+
+function startInstance(name, port) {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output}`)), 90_000);
+    child.stdout.on('data', () => {
+      if (output.includes('Tally listening')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited with ${code} before listening:\n${output}`));
+    });
+  });
+  return { name, port, child, exited, ready, base: `http://127.0.0.1:${port}`, output: () => output };
+}
+
+async function cli(...args) {
+  const { stdout } = await run(process.execPath, [CLI, ...args, '--json'], {
+    env: { ...env, ROLLUPS_ENABLED: 'false', LOG_LEVEL: 'silent' },
+    timeout: 60_000,
+  });
+  return JSON.parse(stdout);
+}
+
+async function ingest(instance, key, events) {
+  const res = await fetch(`${instance.base}/api/ingest`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ events }),
+  });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}
+
+async function readRollups(instance, apiKey, appId) {
+  const res = await fetch(`${instance.base}/api/v1/rollups?appId=${appId}`, {
+    headers: { Authorization: `Bearer ${apiKey}` },
+  });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}
+
+/** The rollup rows the read API must return for `events`, all sent today and in live mode. */
+function expectedRollups(appId, events) {
+  const day = new Date().toISOString().slice(0, 10);
+  const group = (name, list) => {
+    const floats = list.map((e) => e.floatValue).filter((v) => v !== undefined);
+    return {
+      appId,
+      date: day,
+      eventName: name,
+      isTestMode: false,
+      events: list.length,
+      uniqueUsers: new Set(list.map((e) => e.anonymousUserId)).size,
+      uniqueSessions: new Set(list.map((e) => e.sessionId)).size,
+      floatCount: floats.length,
+      floatSum: floats.reduce((a, b) => a + b, 0),
+    };
+  };
+  const names = [...new Set(events.map((e) => e.eventName))].sort();
+  return [
+    group(null, events),
+    ...names.map((n) =>
+      group(
+        n,
+        events.filter((e) => e.eventName === n),
+      ),
+    ),
+  ];
+}
+
+function comparable(rows) {
+  return (rows ?? []).map((r) => ({
+    appId: r.appId,
+    date: r.date,
+    eventName: r.eventName,
+    isTestMode: r.isTestMode,
+    events: r.events,
+    uniqueUsers: r.uniqueUsers,
+    uniqueSessions: r.uniqueSessions,
+    floatCount: r.floatValue ? r.floatValue.count : 0,
+    floatSum: r.floatValue ? Math.round(r.floatValue.sum * 1000) / 1000 : 0,
+  }));
+}
+
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+async function main() {
+  const admin = new pg.Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const redis = new Redis(REDIS_URL);
+  const db = new pg.Client({ connectionString: databaseUrl });
+  const instances = [];
+  try {
+    // Both start together: the migration advisory lock lets exactly one apply the schema.
+    instances.push(startInstance('A', await freePort()), startInstance('B', await freePort()));
+    await Promise.all(instances.map((i) => i.ready));
+    const [a, b] = instances;
+    check('two instances start together on a fresh database', true, `ports ${a.port}, ${b.port}`);
+    await db.connect();
+
+    const app = await cli('apps', 'create', '--name', 'multi-instance');
+    const probeApp = await cli('apps', 'create', '--name', 'multi-instance-limit');
+    const limited = await cli('keys', 'create-ingest', '--app', probeApp.id);
+    const feeder = await cli('keys', 'create-ingest', '--app', app.id);
+    const reader = await cli(
+      'keys',
+      'create-api',
+      '--app',
+      app.id,
+      '--scope',
+      'events:read',
+      '--scope',
+      'rollups:read',
+    );
+
+    // (a) One per-key limit across both instances.
+    const statuses = [];
+    for (let i = 0; i < RATE_LIMIT * 2; i++) {
+      const { status } = await ingest(instances[i % 2], limited.key, [{ eventName: 'Limit.probe' }]);
+      statuses.push(status);
+    }
+    const accepted = statuses.filter((s) => s === 200).length;
+    const limitedCount = statuses.filter((s) => s === 429).length;
+    check(
+      `per-key rate limit of ${RATE_LIMIT} holds over both instances together`,
+      accepted === RATE_LIMIT && limitedCount === RATE_LIMIT,
+      `${accepted} accepted, ${limitedCount} limited of ${statuses.length} alternating requests`,
+    );
+    const counters = await redis.keys(`${redisPrefix}*`);
+    check('the counters live in Redis', counters.length > 0, `${counters.length} keys under ${redisPrefix}`);
+
+    // (b) Rollups. Hold the computation lock from here: neither instance may compute meanwhile.
+    await db.query('SELECT pg_advisory_lock($1)', [ROLLUP_LOCK_ID]);
+    const sent = [];
+    for (let batch = 0; batch < 6; batch++) {
+      const events = Array.from({ length: 40 }, (_, i) => ({
+        eventName: ['Checkout.completed', 'App.opened', 'Screen.viewed'][i % 3],
+        eventId: `multi-${batch}-${i}`,
+        anonymousUserId: `user-${(batch * 40 + i) % 17}`,
+        sessionId: `session-${(batch * 40 + i) % 23}`,
+        eventTime: Date.now(),
+        ...(i % 4 === 0 ? { floatValue: (i % 7) + 0.5 } : {}),
+      }));
+      const res = await ingest(instances[batch % 2], feeder.key, events);
+      if (res.status === 200 && res.body?.accepted === events.length) sent.push(...events);
+      else check(`ingest batch ${batch} on ${instances[batch % 2].name}`, false, JSON.stringify(res));
+    }
+    check(
+      '240 events acknowledged through both instances',
+      sent.length === 240,
+      `${sent.length} acknowledged`,
+    );
+    await sleep(3_500);
+    const gated = await readRollups(a, reader.key, app.id);
+    check(
+      'no rollup is computed while another session holds the advisory lock',
+      gated.status === 200 && Array.isArray(gated.body) && gated.body.length === 0,
+      `${gated.status}, ${Array.isArray(gated.body) ? gated.body.length : '?'} rows after 3 intervals`,
+    );
+    await db.query('SELECT pg_advisory_unlock($1)', [ROLLUP_LOCK_ID]);
+
+    const expected = expectedRollups(app.id, sent);
+    let got = [];
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      got = comparable((await readRollups(a, reader.key, app.id)).body);
+      if (same(got, expected)) break;
+      await sleep(500);
+    }
+    check(
+      'rollups computed while both instances run are correct',
+      same(got, expected),
+      same(got, expected)
+        ? `${got.length} rows`
+        : `got ${JSON.stringify(got)}\nexpected ${JSON.stringify(expected)}`,
+    );
+    // Several more runs on both instances must not count anything twice.
+    await sleep(3_500);
+    const fromA = comparable((await readRollups(a, reader.key, app.id)).body);
+    const fromB = comparable((await readRollups(b, reader.key, app.id)).body);
+    check(
+      'repeated runs on both instances never double count',
+      same(fromA, expected) && same(fromB, expected),
+    );
+    const stored = await db.query(
+      `SELECT count(*)::int AS n FROM rollups WHERE app_id = $1 AND event_name = ''`,
+      [app.id],
+    );
+    check(
+      'one total row per day in the rollups table',
+      stored.rows[0].events === 1,
+      `${stored.rows[0].events} row(s)`,
+    );
+
+    // (c) Revocation through the CLI reaches both instances within 30 s, caches included.
+    for (const instance of instances) {
+      const res = await fetch(`${instance.base}/api/v1/events?appId=${app.id}&limit=1`, {
+        headers: { Authorization: `Bearer ${reader.key}` },
+      });
+      if (res.status !== 200)
+        check(`API key works on ${instance.name} before revocation`, false, `${res.status}`);
+    }
+    const revoked = await cli('keys', 'revoke', reader.id);
+    const revokedAt = Date.now();
+    check('the CLI revokes the key', revoked.id === reader.id && typeof revoked.revokedAt === 'string');
+    const stoppedAfter = {};
+    while (
+      Object.keys(stoppedAfter).length < instances.length &&
+      Date.now() - revokedAt < REVOCATION_BOUND_MS + 5_000
+    ) {
+      for (const instance of instances) {
+        if (stoppedAfter[instance.name] !== undefined) continue;
+        const res = await fetch(`${instance.base}/api/v1/events?appId=${app.id}&limit=1`, {
+          headers: { Authorization: `Bearer ${reader.key}` },
+        });
+        const body = await res.json().catch(() => null);
+        if (res.status === 401 && body?.code === 'invalid_key')
+          stoppedAfter[instance.name] = Date.now() - revokedAt;
+      }
+      await sleep(250);
+    }
+    for (const instance of instances) {
+      const ms = stoppedAfter[instance.name];
+      check(
+        `revoked key refused by ${instance.name} within 30 s`,
+        ms !== undefined && ms <= REVOCATION_BOUND_MS,
+        ms === undefined ? 'still accepted' : `after ${(ms / 1000).toFixed(1)} s`,
+      );
+    }
+
+    // Both drain and exit 0 on SIGTERM.
+    for (const instance of instances) instance.child.kill('SIGTERM');
+    const codes = await Promise.all(instances.map((i) => i.exited));
+    check(
+      'both instances exit 0 on SIGTERM',
+      codes.every((c) => c === 0),
+      `exit codes ${codes.join(', ')}`,
+    );
+  } catch (err) {
+    check('run completed', false, err instanceof Error ? err.message : String(err));
+    for (const instance of instances) {
+      const tail = instance.output().split('\n').slice(-15).join('\n');
+      if (tail.trim()) process.stdout.write(`--- ${instance.name} output ---\n${tail}\n`);
+    }
+  } finally {
+    for (const instance of instances) {
+      if (instance.child.exitCode === null) {
+        instance.child.kill('SIGKILL');
+        await instance.exited;
+      }
+    }
+    await db.end().catch(() => undefined);
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+    await admin.end();
+    const keys = await redis.keys(`${redisPrefix}*`);
+    if (keys.length) await redis.del(...keys);
+    await redis.quit();
+  }
+  const failed = results.filter((r) => !r.ok).length;
+  process.stdout.write(`\n${results.length - failed} passed, ${failed} failed\n`);
+  process.exit(failed === 0 ? 0 : 1);
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : err}\n`);
+  process.exit(1);
+});
