@@ -274,8 +274,8 @@ async function main() {
     );
     check(
       'one total row per day in the rollups table',
-      stored.rows[0].events === 1,
-      `${stored.rows[0].events} row(s)`,
+      stored.rows[0].n === 1,
+      `${stored.rows[0].n} row(s)`,
     );
 
     // (c) Revocation through the CLI reaches both instances within 30 s, caches included.
