@@ -46,6 +46,7 @@ const totals = {
   partial: 0,
   unanswered: 0,
   committedUnanswered: 0,
+  restartMs: 0,
 };
 
 function makeBatch(round, client, seq) {
@@ -71,8 +72,9 @@ function classify(batch, res) {
   return consistent ? 'acked' : 'bad';
 }
 
-async function runRound(round, db, tenant, port) {
-  let server = await startServer({ databaseUrl: db.url, port });
+/** Runs one round on a running server; returns the restarted server for the next round. */
+async function runRound(round, db, tenant, port, running) {
+  let server = running;
   const batches = [];
   const control = { stop: false };
 
@@ -114,7 +116,9 @@ async function runRound(round, db, tenant, port) {
     );
   }
 
+  const restartStarted = Date.now();
   server = await startServer({ databaseUrl: db.url, port });
+  totals.restartMs = Math.max(totals.restartMs, Date.now() - restartStarted);
   const retryDeadline = Date.now() + RETRY_DEADLINE_MS;
   for (const batch of unanswered) {
     while (batch.state === 'retry' && Date.now() < retryDeadline) {
@@ -128,7 +132,6 @@ async function runRound(round, db, tenant, port) {
       batch.answers.join(','),
     );
   }
-  await server.kill('SIGTERM');
 
   // After the retries every acknowledged batch is stored exactly once, event by event.
   const acked = batches.filter((b) => b.state === 'acked');
@@ -150,6 +153,7 @@ async function runRound(round, db, tenant, port) {
   process.stdout.write(
     `round ${round}: ${batches.length} batches, ${acked.length} acknowledged, ${unanswered.length} unanswered at the kill\n`,
   );
+  return server;
 }
 
 async function main() {
@@ -159,11 +163,13 @@ async function main() {
   try {
     const tenant = await makeTenant(db.url, 'crash-consistency');
     const port = await freePort();
+    let server = await startServer({ databaseUrl: db.url, port });
     let round = 0;
     while (round < ROUNDS && Date.now() < DEADLINE) {
       round++;
-      await runRound(round, db, tenant, port);
+      server = await runRound(round, db, tenant, port, server);
     }
+    await server.kill('SIGKILL');
     ledger.check('every round ran in the time bound', round === ROUNDS, `${round} of ${ROUNDS}`);
     // No row outside what the clients sent, and no duplicate anywhere in the app.
     const { rows } = await db.pool.query(
@@ -179,7 +185,7 @@ async function main() {
     return ledger.finish(
       `crash: rounds=${round} acknowledged=${totals.acknowledged} found=${totals.found} lost=${totals.lost} ` +
         `duplicated=${totals.duplicated} partial=${totals.partial} unanswered_batches=${totals.unanswered} ` +
-        `committed_but_unanswered=${totals.committedUnanswered} seconds=${((Date.now() - started) / 1000).toFixed(1)}`,
+        `committed_but_unanswered=${totals.committedUnanswered} slowest_restart_ms=${totals.restartMs} seconds=${((Date.now() - started) / 1000).toFixed(1)}`,
     );
   } finally {
     await db.destroy();
