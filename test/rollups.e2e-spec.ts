@@ -164,7 +164,10 @@ describe('rollups (decisions §6, §7)', () => {
     );
 
     it('range together with fromDate or toDate is a conflict', async () => {
-      for (const extra of [{ fromDate: '2026-11-01' }, { toDate: '2026-11-01' }]) {
+      for (const extra of [{ fromDate: '2026-11-01' }, { toDate: '2026-11-01' }] as Record<
+        string,
+        string
+      >[]) {
         const res = await rollups({ appId: tenant.appId, range: '7d', ...extra });
         expectProblem(res, 400, 'invalid_query');
         expect(res.body.errors).toEqual([{ field: 'range', code: 'conflict', message: expect.any(String) }]);
@@ -185,10 +188,11 @@ describe('rollups (decisions §6, §7)', () => {
     });
 
     it('fromDate after toDate is refused, including a future fromDate with the default toDate', async () => {
-      for (const query of [
+      const queries: Record<string, string>[] = [
         { fromDate: '2026-11-02', toDate: '2026-11-01' },
         { fromDate: dayOf(now + 2 * DAY) },
-      ]) {
+      ];
+      for (const query of queries) {
         const res = await rollups({ appId: tenant.appId, ...query });
         expectProblem(res, 400, 'invalid_query');
         expect(res.body.errors).toEqual([
