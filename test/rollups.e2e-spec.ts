@@ -1,5 +1,7 @@
 import request from 'supertest';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { RollupsService } from '@app/rollups/rollups.service';
+import { ROLLUP_INTERVAL_NAME } from '@app/rollups/rollups.scheduler';
 import { bearer, makeApiKey, makeApp, makeTenant } from './factories';
 import { SeedEvent, seedEvents } from './factories/events';
 import { startTestApp, TestApp } from './support/test-app';
@@ -434,6 +436,19 @@ describe('rollups (decisions §6, §7)', () => {
           .filter((r: { date: string }) => r.date === dayOf(pastDays[1]))
           .every((r: { final: boolean }) => r.final),
       ).toBe(true);
+    });
+  });
+
+  describe('scheduling', () => {
+    it('registers the interval only when ROLLUPS_ENABLED', async () => {
+      expect(t.app.get(SchedulerRegistry).doesExist('interval', ROLLUP_INTERVAL_NAME)).toBe(false);
+      // A long interval, so that this instance never runs while the other tests compute.
+      const enabled = await startTestApp({ ROLLUPS_ENABLED: 'true', ROLLUP_INTERVAL_SECONDS: '86400' });
+      try {
+        expect(enabled.app.get(SchedulerRegistry).doesExist('interval', ROLLUP_INTERVAL_NAME)).toBe(true);
+      } finally {
+        await enabled.close();
+      }
     });
   });
 
