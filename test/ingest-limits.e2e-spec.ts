@@ -1,0 +1,231 @@
+import request from 'supertest';
+import { bearer, makeTenant } from './factories';
+import { startTestApp, TestApp } from './support/test-app';
+
+type Tenant = Awaited<ReturnType<typeof makeTenant>>;
+
+function expectProblem(res: request.Response, status: number, code: string) {
+  expect(res.status).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(res.body).toEqual(
+    expect.objectContaining({
+      type: `urn:tally:problem:${code}`,
+      status,
+      code,
+      title: expect.any(String),
+      detail: expect.any(String),
+      requestId: res.headers['x-request-id'],
+    }),
+  );
+}
+
+const post = (t: TestApp, key: string, body: unknown) =>
+  request(t.http)
+    .post('/api/ingest')
+    .set(bearer(key))
+    .set('Content-Type', 'application/json')
+    .send(JSON.stringify(body));
+
+async function stored(t: TestApp, tenant: Tenant) {
+  return (await t.db.query(
+    `SELECT event_name, anonymous_user_id, payload FROM events WHERE app_id = $1 ORDER BY id`,
+    [tenant.appId],
+  )) as { event_name: string; anonymous_user_id: string | null; payload: Record<string, unknown> | null }[];
+}
+
+const PII_EVENT = {
+  eventName: 'Profile.updated',
+  anonymousUserId: 'ann@example.com',
+  payload: { contact: 'call me on +1 415 555 0123', plan: 'pro' },
+};
+
+describe('PII_POLICY', () => {
+  describe('reject', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await startTestApp({ PII_POLICY: 'reject' });
+    });
+    afterAll(() => t.close());
+
+    it('rejects an event whose payload holds PII; user ids are still pseudonymised', async () => {
+      const tenant = await makeTenant(t.app);
+      const res = await post(t, tenant.liveKey, {
+        events: [
+          PII_EVENT,
+          { eventName: 'Clean', anonymousUserId: '+1 415 555 0123', payload: { plan: 'pro' } },
+        ],
+      });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ received: 2, accepted: 1, rejected: 1, metered: 1 });
+      expect(res.body.errors).toEqual([
+        { index: 0, field: 'payload.contact', code: 'pii_detected', message: expect.any(String) },
+      ]);
+      expect(res.body.warnings).toEqual([
+        { index: 1, field: 'anonymousUserId', code: 'pii_pseudonymised', message: expect.any(String) },
+      ]);
+      const rows = await stored(t, tenant);
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({ event_name: 'Clean', payload: { plan: 'pro' } });
+      expect(rows[0].anonymous_user_id).toMatch(/^hmac:[0-9a-f]{64}$/);
+    });
+  });
+
+  describe('allow', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await startTestApp({ PII_POLICY: 'allow' });
+    });
+    afterAll(() => t.close());
+
+    it('stores payload strings as sent; an email user id is still never stored raw', async () => {
+      const tenant = await makeTenant(t.app);
+      const res = await post(t, tenant.liveKey, { events: [PII_EVENT] });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ accepted: 1, rejected: 0, errors: [] });
+      expect(res.body.warnings).toEqual([
+        { index: 0, field: 'anonymousUserId', code: 'pii_pseudonymised', message: expect.any(String) },
+      ]);
+      const [row] = await stored(t, tenant);
+      expect(row.payload).toEqual(PII_EVENT.payload);
+      expect(row.anonymous_user_id).toMatch(/^hmac:[0-9a-f]{64}$/);
+    });
+  });
+
+  describe('redact (the default)', () => {
+    let t: TestApp;
+    beforeAll(async () => {
+      t = await startTestApp();
+    });
+    afterAll(() => t.close());
+
+    it('replaces the payload string and keeps the event', async () => {
+      const tenant = await makeTenant(t.app);
+      const res = await post(t, tenant.liveKey, { events: [PII_EVENT] });
+      expect(res.body).toMatchObject({ accepted: 1, rejected: 0, errors: [] });
+      expect(res.body.warnings.map((w: { code: string }) => w.code).sort()).toEqual([
+        'pii_pseudonymised',
+        'pii_redacted',
+      ]);
+      const [row] = await stored(t, tenant);
+      expect(row.payload).toEqual({ contact: '[redacted]', plan: 'pro' });
+      expect(row.anonymous_user_id).not.toContain('@');
+    });
+  });
+});
+
+describe('429: per ingest key rate limits', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ INGEST_RATE_REQUESTS: '3', INGEST_RATE_EVENTS: '10', RATE_WINDOW_MS: '60000' });
+  });
+  afterAll(() => t.close());
+
+  it('the request rate: past INGEST_RATE_REQUESTS, 429 with Retry-After, nothing stored', async () => {
+    const tenant = await makeTenant(t.app);
+    for (let i = 1; i <= 3; i++) {
+      const ok = await post(t, tenant.liveKey, { events: [{ eventName: `ok-${i}` }] });
+      expect(ok.status).toBe(200);
+      expect(ok.headers['ratelimit-limit']).toBe('3');
+      expect(ok.headers['ratelimit-remaining']).toBe(String(3 - i));
+    }
+    const res = await post(t, tenant.liveKey, { events: [{ eventName: 'too-many' }] });
+    expectProblem(res, 429, 'rate_limited');
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(60);
+    expect(res.headers['ratelimit-remaining']).toBe('0');
+    expect((await stored(t, tenant)).map((r) => r.event_name)).toEqual(['ok-1', 'ok-2', 'ok-3']);
+  });
+
+  it('the event rate: past INGEST_RATE_EVENTS, 429 with Retry-After, nothing of that batch stored', async () => {
+    const tenant = await makeTenant(t.app);
+    const batch = (name: string, n: number) => ({
+      events: Array.from({ length: n }, () => ({ eventName: name })),
+    });
+    expect((await post(t, tenant.liveKey, batch('first', 6))).status).toBe(200);
+    const res = await post(t, tenant.liveKey, batch('second', 6));
+    expectProblem(res, 429, 'rate_limited');
+    expect(res.body).toMatchObject({ limitEvents: 10, windowMs: 60000 });
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(60);
+    const rows = await stored(t, tenant);
+    expect(rows).toHaveLength(6);
+    expect(rows.every((r) => r.event_name === 'first')).toBe(true);
+  });
+
+  it('limits each key separately', async () => {
+    const a = await makeTenant(t.app);
+    const b = await makeTenant(t.app);
+    const full = { events: Array.from({ length: 10 }, () => ({ eventName: 'x' })) };
+    expect((await post(t, a.liveKey, full)).status).toBe(200);
+    expect((await post(t, b.liveKey, full)).status).toBe(200);
+    expect(await stored(t, a)).toHaveLength(10);
+    expect(await stored(t, b)).toHaveLength(10);
+  });
+
+  it('a batch larger than the event rate could never pass: 413, so the client splits instead of retrying', async () => {
+    const tenant = await makeTenant(t.app);
+    const res = await post(t, tenant.liveKey, {
+      events: Array.from({ length: 11 }, () => ({ eventName: 'x' })),
+    });
+    expectProblem(res, 413, 'payload_too_large');
+    expect(res.body).toMatchObject({ limitEvents: 10, receivedEvents: 11 });
+    expect(await stored(t, tenant)).toHaveLength(0);
+  });
+});
+
+describe('503: the database cannot serve', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ DATABASE_STATEMENT_TIMEOUT_MS: '300' });
+  });
+  afterAll(() => t.close());
+
+  it('a write that times out is 503 with Retry-After and stores nothing', async () => {
+    const tenant = await makeTenant(t.app);
+    expect((await post(t, tenant.liveKey, { events: [{ eventName: 'seed', eventId: 'held' }] })).status).toBe(
+      200,
+    );
+
+    // Hold the dedup row of "held" from another connection: the batch's claim on it waits until
+    // the statement timeout cancels the whole insert.
+    const holder = t.db.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    try {
+      await holder.query(`SELECT 1 FROM event_dedup WHERE app_id = $1 AND event_id = 'held' FOR UPDATE`, [
+        tenant.appId,
+      ]);
+      const res = await post(t, tenant.liveKey, {
+        events: [
+          { eventName: 'fresh', eventId: 'new-1' },
+          { eventName: 'again', eventId: 'held' },
+          { eventName: 'no-id' },
+        ],
+      });
+      expectProblem(res, 503, 'service_unavailable');
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(JSON.stringify(res.body)).not.toMatch(/statement|event_dedup|SELECT|INSERT/i);
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+    }
+
+    const rows = await stored(t, tenant);
+    expect(rows.map((r) => r.event_name)).toEqual(['seed']);
+    const dedup = (await t.db.query(`SELECT event_id FROM event_dedup WHERE app_id = $1 ORDER BY 1`, [
+      tenant.appId,
+    ])) as { event_id: string }[];
+    expect(dedup.map((r) => r.event_id)).toEqual(['held']);
+
+    // The retry succeeds once the database serves again.
+    const retry = await post(t, tenant.liveKey, {
+      events: [
+        { eventName: 'fresh', eventId: 'new-1' },
+        { eventName: 'again', eventId: 'held' },
+        { eventName: 'no-id' },
+      ],
+    });
+    expect(retry.body).toMatchObject({ received: 3, accepted: 2, duplicates: 1 });
+    expect((await stored(t, tenant)).map((r) => r.event_name)).toEqual(['seed', 'fresh', 'no-id']);
+  });
+});
