@@ -272,11 +272,7 @@ async function main() {
       `SELECT count(*)::int AS n FROM rollups WHERE app_id = $1 AND event_name = ''`,
       [app.id],
     );
-    check(
-      'one total row per day in the rollups table',
-      stored.rows[0].n === 1,
-      `${stored.rows[0].n} row(s)`,
-    );
+    check('one total row per day in the rollups table', stored.rows[0].n === 1, `${stored.rows[0].n} row(s)`);
 
     // (c) Revocation through the CLI reaches both instances within 30 s, caches included.
     for (const instance of instances) {
