@@ -440,11 +440,15 @@ describe('fuzzing: no 5xx, problem+json with a stable code, and only accepted ev
   it('ingest: wrong and broken content encodings', async () => {
     await fc.assert(
       fc.asyncProperty(encodedBody, async ({ encoding, body }) => {
-        await ingestChecked(() => {
+        const res = await ingestChecked(() => {
           const req = post().set('Content-Type', 'application/json');
           if (encoding) req.set('Content-Encoding', encoding);
-          return req.send(body);
+          // Written raw: superagent's send() would process an encoded buffer itself.
+          req.write(body);
+          return req;
         });
+        // Content codings are case-insensitive; these two carry a valid envelope.
+        if (encoding === 'GZIP' || encoding === 'identity') expect(res.body.accepted).toBe(1);
       }),
       { numRuns: 30 },
     );
