@@ -118,4 +118,25 @@ describe('partitions and retention (decisions §8)', () => {
     }[];
     expect(rows.map((r) => r.event_id)).toEqual(['recent']);
   });
+  it('indexes the user and session filters on days that have ended, not on today', async () => {
+    const now = Date.now();
+    const name = (t0: number) => `events_p${dayOf(t0).replace(/-/g, '')}`;
+    await maintenance.run(now);
+    const yesterday = name(now - DAY);
+    const indexes = async (table: string) =>
+      (
+        (await t.db.query(
+          `SELECT c.relname AS name FROM pg_index i
+             JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class r ON r.oid = i.indrelid
+            WHERE r.relname = $1 AND i.indisvalid`,
+          [table],
+        )) as { name: string }[]
+      ).map((r) => r.name);
+    expect(await indexes(yesterday)).toEqual(
+      expect.arrayContaining([`${yesterday}_user`, `${yesterday}_session`]),
+    );
+    expect(await indexes(name(now))).not.toContain(`${name(now)}_user`);
+    // A second run finds them built and builds nothing.
+    expect((await maintenance.run(now)).indexed).toEqual([]);
+  });
 });

@@ -46,6 +46,37 @@ export class PartitionRepository {
     }
   }
 
+  /**
+   * Adds the user and session filter indexes to one partition, without blocking writes.
+   * Returns the names of the indexes it built. An index left invalid by an interrupted build
+   * is dropped and built again.
+   */
+  async indexFilters(name: string): Promise<string[]> {
+    if (!PARTITION_NAME.test(name)) throw new Error(`not an events partition: ${name}`);
+    const wanted: Record<string, string> = {
+      [`${name}_user`]: 'anonymous_user_id',
+      [`${name}_session`]: 'session_id',
+    };
+    const rows = (await this.db.query(
+      `SELECT c.relname AS name, i.indisvalid AS valid
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+        WHERE c.relname = ANY($1)`,
+      [Object.keys(wanted)],
+    )) as { name: string; valid: boolean }[];
+    const state = new Map(rows.map((r) => [r.name, r.valid]));
+    const built: string[] = [];
+    for (const [index, column] of Object.entries(wanted)) {
+      if (state.get(index) === true) continue;
+      if (state.get(index) === false) await this.db.query(`DROP INDEX CONCURRENTLY IF EXISTS ${index}`);
+      await this.db.query(
+        `CREATE INDEX CONCURRENTLY IF NOT EXISTS ${index}
+           ON ${name} (app_id, ${column}, received_at DESC, id DESC) WHERE ${column} IS NOT NULL`,
+      );
+      built.push(index);
+    }
+    return built;
+  }
+
   async drop(name: string): Promise<void> {
     if (!PARTITION_NAME.test(name)) throw new Error(`not an events partition: ${name}`);
     await this.db.query(`DROP TABLE IF EXISTS ${name}`);
