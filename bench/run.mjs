@@ -30,7 +30,7 @@ import {
   recreateDatabase,
   withDatabase,
 } from './lib/db.mjs';
-import { writeBatch } from './lib/write-path.mjs';
+import { loadWritePath } from './lib/write-path.mjs';
 import { loadValidator, benchValidator } from './lib/validation.mjs';
 import { evaluateTargets, renderSummary } from './lib/report.mjs';
 import { openServices } from './lib/services.mjs';
@@ -38,7 +38,7 @@ import { openServices } from './lib/services.mjs';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BENCH = path.join(ROOT, 'bench');
 const CACHE = path.join(BENCH, '.cache');
-const READS_DATASET_VERSION = 1;
+const READS_DATASET_VERSION = 2;
 
 const { values: flags } = parseArgs({
   options: {
@@ -94,15 +94,31 @@ function git(args) {
  * Runs the benchmark against a private copy of dist/, so that a rebuild in the working tree while
  * the benchmark runs cannot swap code under the server or the CLI halfway through.
  */
-function snapshotDist() {
+async function snapshotDist() {
   const source = path.join(ROOT, 'dist');
-  if (!fs.existsSync(path.join(source, 'src', 'main.js'))) {
-    throw new Error('dist/src/main.js is missing: run `npm run build` first (npm run bench does).');
-  }
   const target = path.join(CACHE, `dist-${process.pid}`);
-  fs.rmSync(target, { recursive: true, force: true });
-  fs.cpSync(source, target, { recursive: true });
-  return target;
+  const needed = [
+    'src/main.js',
+    'src/cli/main.js',
+    'src/cli/cli.module.js',
+    'src/config/config.js',
+    'src/database/prepare.js',
+    'src/database/embedded-pg.mjs',
+    'src/rollups/rollups.service.js',
+  ];
+  // A build that someone else started may be half-written; wait for a complete one.
+  for (let attempt = 0; ; attempt++) {
+    fs.rmSync(target, { recursive: true, force: true });
+    try {
+      fs.cpSync(source, target, { recursive: true });
+    } catch {
+      /* dist changed while it was copied */
+    }
+    const missing = needed.filter((f) => !fs.existsSync(path.join(target, f)));
+    if (!missing.length) return target;
+    if (attempt === 20) throw new Error(`dist/ is incomplete (${missing.join(', ')}): run \`npm run build\``);
+    await new Promise((r) => setTimeout(r, 3000));
+  }
 }
 
 async function startCluster() {
@@ -117,25 +133,11 @@ async function startCluster() {
   return { dir, url, temporary: false };
 }
 
-/** An app and keys through the admin CLI, the way an operator makes them. */
-async function makeTenant(dist, url, name, { api = false } = {}) {
+/** An app and its ingest key through the admin CLI, the way an operator makes them. */
+async function makeTenant(dist, url, name) {
   const app = await cli(dist, url, ['apps', 'create', '--name', name]);
   const ingest = await cli(dist, url, ['keys', 'create-ingest', '--app', app.id]);
-  const tenant = { appId: app.id, ingestKey: ingest.key };
-  if (api) {
-    const key = await cli(dist, url, [
-      'keys',
-      'create-api',
-      '--app',
-      app.id,
-      '--scope',
-      'events:read',
-      '--scope',
-      'rollups:read',
-    ]);
-    tenant.apiKey = key.key;
-  }
-  return tenant;
+  return { appId: app.id, ingestKey: ingest.key };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,29 +290,38 @@ async function ingestPhase(dist, cluster, results) {
     results.ingest = ingest;
 
     // The database ceiling, on the same schema and the same (now well-filled) tables.
-    const [ceilingApp] = await insertApps(db, 1, 'bench-db-ceiling');
-    const before = await countEvents(db, ceilingApp);
-    const ceiling = await dbCeiling({
-      url,
-      appId: ceilingApp,
-      connections: 4,
-      seconds: PLAN.dbCeilingSeconds,
-      batchSize: 100,
-      write: writeBatch,
-    });
-    const delta = (await countEvents(db, ceilingApp)) - before;
-    check(
-      'db ceiling: rows stored == rows written',
-      delta === ceiling.rows,
-      `rows Δ ${delta}, written ${ceiling.rows}`,
-    );
-    const { latencies, ...rest } = ceiling;
-    results.dbCeiling = {
-      ...rest,
-      method: 'INSERT … SELECT FROM unnest(…) with event_dedup claim, one transaction per batch',
-      batchLatencyMs: percentiles(latencies),
-    };
-    log(`db ceiling: ${Math.round(ceiling.rowsPerSec)} rows/s`);
+    const write = loadWritePath(dist);
+    if (!write) {
+      check(
+        'db ceiling: ingest repository found in dist/src/ingest',
+        false,
+        'no IngestRepository in the build',
+      );
+    } else {
+      const [ceilingApp] = await insertApps(db, 1, 'bench-db-ceiling');
+      const before = await countEvents(db, ceilingApp);
+      const ceiling = await dbCeiling({
+        url,
+        appId: ceilingApp,
+        connections: 4,
+        seconds: PLAN.dbCeilingSeconds,
+        batchSize: 100,
+        write,
+      });
+      const delta = (await countEvents(db, ceilingApp)) - before;
+      check(
+        'db ceiling: rows stored == rows written',
+        delta === ceiling.rows,
+        `rows Δ ${delta}, written ${ceiling.rows}`,
+      );
+      const { latencies, ...rest } = ceiling;
+      results.dbCeiling = {
+        ...rest,
+        method: 'IngestRepository.insertBatch (one INSERT … SELECT FROM unnest(…) statement per batch)',
+        batchLatencyMs: percentiles(latencies),
+      };
+      log(`db ceiling: ${Math.round(ceiling.rowsPerSec)} rows/s`);
+    }
   } finally {
     await db.end();
     const code = await server.stop();
@@ -383,17 +394,19 @@ async function cachedReadsDataset(cluster, url) {
   }
 }
 
-async function buildReadsDataset(dist, url) {
+/** A new reads database: schema through the CLI, then the dataset, before any server starts. */
+async function buildReadsDataset(dist, cluster, url) {
   const spec = PLAN.reads;
+  await recreateDatabase(cluster.url, 'bench_reads');
+  await cli(dist, url, ['migrate']);
+  const big = await cli(dist, url, ['apps', 'create', '--name', 'bench-reads-big']);
   const db = await connect(url);
   try {
     await db.query(`CREATE TABLE bench_meta (name text PRIMARY KEY, value jsonb NOT NULL)`);
-    const big = await cli(dist, url, ['apps', 'create', '--name', 'bench-reads-big']);
     const smallApps = await insertApps(db, spec.apps - 1, 'bench-reads');
     const now = Date.now();
-    const t0 = Date.now();
     log(`reads dataset: generating ${spec.total} events in ${spec.apps} apps over ${spec.days} days`);
-    await generateEvents(db, {
+    await generateEvents(url, {
       bigApp: big.id,
       smallApps,
       total: spec.total,
@@ -402,24 +415,16 @@ async function buildReadsDataset(dist, url) {
       now,
       onDay: (d, n) => d % 10 === 0 && log(`reads dataset: ${d}/${n} days`),
     });
-    const insertSeconds = (Date.now() - t0) / 1000;
-    await db.query('VACUUM (ANALYZE) events');
     const meta = {
       version: READS_DATASET_VERSION,
       ...spec,
       day: new Date(now).toISOString().slice(0, 10),
       bigApp: big.id,
       generatedAt: new Date(now).toISOString(),
-      insertSeconds,
-      totalSeconds: (Date.now() - t0) / 1000,
+      totalSeconds: (Date.now() - now) / 1000,
     };
-    await db.query(
-      `INSERT INTO bench_meta (name, value) VALUES ('reads', $1) ON CONFLICT (name) DO UPDATE SET value = $1`,
-      [meta],
-    );
-    log(
-      `reads dataset: ${spec.total} events in ${meta.totalSeconds.toFixed(1)} s (insert ${insertSeconds.toFixed(1)} s)`,
-    );
+    await db.query(`INSERT INTO bench_meta (name, value) VALUES ('reads', $1)`, [meta]);
+    log(`reads dataset: ${spec.total} events in ${meta.totalSeconds.toFixed(1)} s`);
     return { ...meta, cached: false };
   } finally {
     await db.end();
@@ -444,25 +449,16 @@ async function readsPhase(dist, cluster, results) {
   let dataset = await cachedReadsDataset(cluster, url);
   if (dataset)
     log(`reads dataset: reusing the cached one (${dataset.total} events, generated ${dataset.generatedAt})`);
-  else await recreateDatabase(cluster.url, 'bench_reads');
+  else dataset = await buildReadsDataset(dist, cluster, url);
   const server = await startServer({ dist, databaseUrl: url });
   log(`server pid ${server.pid} on ${server.baseUrl} (bench_reads)`);
+  let services;
   try {
-    dataset ??= await buildReadsDataset(dist, url);
     const appId = dataset.bigApp;
-    const ingestKey = (await cli(dist, url, ['keys', 'create-ingest', '--app', appId])).key;
-    const apiKey = (
-      await cli(dist, url, [
-        'keys',
-        'create-api',
-        '--app',
-        appId,
-        '--scope',
-        'events:read',
-        '--scope',
-        'rollups:read',
-      ])
-    ).key;
+    // Keys through the same services the CLI calls, in this process: two fewer process starts.
+    services = await openServices(dist, url);
+    const ingestKey = (await services.createIngestKey(appId)).key;
+    const apiKey = (await services.createApiKey(appId, ['events:read', 'rollups:read'])).key;
     const auth = { authorization: `Bearer ${apiKey}` };
     const db = await connect(url);
     try {
@@ -477,8 +473,7 @@ async function readsPhase(dist, cluster, results) {
       };
 
       // Rollups: a full recompute of the big app from nothing, through the service itself.
-      const services = await openServices(dist, url);
-      try {
+      {
         await db.query('DELETE FROM rollups WHERE app_id = $1', [appId]);
         await db.query('DELETE FROM rollup_dirty');
         let t0 = process.hrtime.bigint();
@@ -542,8 +537,6 @@ async function readsPhase(dist, cluster, results) {
             newEvents: load.totals.accepted,
           },
         };
-      } finally {
-        await services.close();
       }
       await db.query('ANALYZE rollups');
 
@@ -618,6 +611,7 @@ async function readsPhase(dist, cluster, results) {
       await db.end();
     }
   } finally {
+    await services?.close();
     await server.stop();
   }
 }
@@ -627,7 +621,7 @@ async function readsPhase(dist, cluster, results) {
 async function main() {
   fs.mkdirSync(CACHE, { recursive: true });
   fs.mkdirSync(path.join(BENCH, 'results'), { recursive: true });
-  const dist = snapshotDist();
+  const dist = await snapshotDist();
   const cluster = await startCluster();
   const admin = await connect(withDatabase(cluster.url, 'postgres'));
   const pgVersion = (await admin.query('SHOW server_version')).rows[0].server_version;
