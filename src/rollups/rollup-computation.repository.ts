@@ -48,6 +48,14 @@ export class RollupComputationRepository {
     }
   }
 
+  /** Seconds since the oldest mark still waiting for a recomputation; 0 when none waits. */
+  async pendingLagSeconds(runner: QueryRunner): Promise<number> {
+    const [row] = (await runner.query(
+      `SELECT coalesce(extract(epoch FROM now() - min(marked_at)), 0)::float8 AS lag FROM rollup_dirty`,
+    )) as { lag: number }[];
+    return Math.max(0, row.lag);
+  }
+
   /** Every (app, day) that ingest marked since its last recomputation. */
   async dirtyDays(runner: QueryRunner): Promise<AppDay[]> {
     return (await runner.query(

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { MetricsService } from '@app/ops/metrics.service';
 import { RollupsService } from './rollups.service';
 
 export const ROLLUP_INTERVAL_NAME = 'rollups';
@@ -18,6 +19,7 @@ export class RollupsScheduler implements OnApplicationBootstrap {
     private readonly rollups: RollupsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Optional() private readonly registry?: SchedulerRegistry,
+    @Optional() private readonly metrics?: MetricsService,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -27,9 +29,14 @@ export class RollupsScheduler implements OnApplicationBootstrap {
   }
 
   async tick(): Promise<void> {
+    const started = Date.now();
+    const seconds = () => (Date.now() - started) / 1000;
     try {
-      await this.rollups.run();
+      const result = await this.rollups.run();
+      const outcome = result.status === 'skipped' ? 'skipped' : result.abandoned ? 'abandoned' : 'completed';
+      this.metrics?.observeRollupRun({ seconds: seconds(), lagSeconds: result.lagSeconds, outcome });
     } catch (err) {
+      this.metrics?.observeRollupRun({ seconds: seconds(), outcome: 'failed' });
       this.logger.error(`rollup computation failed: ${(err as Error).message}`);
     }
   }

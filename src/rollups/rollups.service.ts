@@ -24,6 +24,10 @@ export interface RunResult {
   days: number;
   /** Rollup rows written. */
   rows: number;
+  /** Age in seconds of the oldest change the run picked up (scheduled runs only). */
+  lagSeconds?: number;
+  /** True when shutdown stopped the run before every pending day was done. */
+  abandoned?: boolean;
 }
 
 export const DEFAULT_RANGE_DAYS = 30;
@@ -126,12 +130,13 @@ export class RollupsService implements BeforeApplicationShutdown {
   run(now = Date.now()): Promise<RunResult> {
     if (this.running) return Promise.resolve({ status: 'skipped', days: 0, rows: 0 });
     this.running = this.locked(async (runner) => {
+      const lagSeconds = await this.computation.pendingLagSeconds(runner);
       const dirty = await this.computation.dirtyDays(runner);
       // Older days have lost their events to retention: recomputing them would change nothing.
       const today = utcDateString(now);
       const since = addDays(today, -this.config.eventRetentionDays);
       const unfinal = await this.computation.unfinalisedDays(runner, since, today);
-      return this.recompute(runner, dedupe([...dirty, ...unfinal]));
+      return { ...(await this.recompute(runner, dedupe([...dirty, ...unfinal]))), lagSeconds };
     }).finally(() => {
       this.running = null;
     });
@@ -194,7 +199,7 @@ export class RollupsService implements BeforeApplicationShutdown {
       done++;
     }
     if (done) this.logger.log(`recomputed ${done} app-days, ${rows} rollup rows`);
-    return { status: 'computed', days: done, rows };
+    return { status: 'computed', days: done, rows, abandoned: done < days.length };
   }
 }
 
