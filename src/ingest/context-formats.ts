@@ -5,11 +5,24 @@ const CACHE_LIMIT = 2_000;
 
 function boundedCache() {
   const map = new Map<string, string | null>();
+  // Consecutive events usually repeat the same value: checked before the map.
+  let lastKey: string | undefined;
+  let lastValue: string | null | undefined;
   return {
-    get: (k: string) => map.get(k),
+    get(k: string): string | null | undefined {
+      if (k === lastKey) return lastValue;
+      const v = map.get(k);
+      if (v !== undefined) {
+        lastKey = k;
+        lastValue = v;
+      }
+      return v;
+    },
     set(k: string, v: string | null) {
       if (map.size >= CACHE_LIMIT) map.clear();
       map.set(k, v);
+      lastKey = k;
+      lastValue = v;
     },
   };
 }
@@ -47,7 +60,9 @@ export function normaliseLocale(value: string): string | null {
  * `±HH:MM` UTC offset as sent; null when the value is neither.
  */
 export function normaliseTimezone(value: string): string | null {
-  if (OFFSET.test(value)) return value;
+  const first = value.charCodeAt(0);
+  // '+' or '-'
+  if (first === 0x2b || first === 0x2d) return OFFSET.test(value) ? value : null;
   const cached = timezones.get(value);
   if (cached !== undefined) return cached;
   let result: string | null = null;

@@ -1,4 +1,12 @@
-import { EventRules, EventValidator, exceedsCodePoints } from './event-validator';
+import {
+  EventRules,
+  EventValidator,
+  scanText,
+  TEXT_CONTROL,
+  TEXT_OK,
+  TEXT_TOO_LONG,
+  TEXT_UNSTORABLE,
+} from './event-validator';
 import { normaliseLocale, normaliseTimezone } from './context-formats';
 
 const NOW = 1_763_780_000_000;
@@ -115,6 +123,22 @@ describe('EventValidator', () => {
     [{ eventName: 'a', eventTime: NOW - 8 * DAY }, 'eventTime', 'event_too_old'],
   ])('rejects %j: %s %s', (event, field, code) => rejectedWith(event, field, code));
 
+  it.each([
+    ['plain', TEXT_OK],
+    ['a\u0000', TEXT_UNSTORABLE],
+    ['\ud800', TEXT_UNSTORABLE],
+    ['x\udc00y', TEXT_UNSTORABLE],
+    ['\ud800\ud800', TEXT_UNSTORABLE],
+    ['tab\t', TEXT_CONTROL],
+    ['del\u007f', TEXT_CONTROL],
+    ['c1\u0085', TEXT_CONTROL],
+    ['😀\u00e9', TEXT_OK],
+  ])('scanText %j', (s, status) => expect(scanText(s, 10, true)).toBe(status));
+
+  it('scanText reports control characters only when asked', () => {
+    expect(scanText('tab\t', 10, false)).toBe(TEXT_OK);
+  });
+
   it('rejects a payload of more than 100 keys', () => {
     const payload = Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, i]));
     rejectedWith({ eventName: 'a', payload }, 'payload', 'too_many_keys');
@@ -123,8 +147,9 @@ describe('EventValidator', () => {
   });
 
   it('counts characters as code points', () => {
-    expect(exceedsCodePoints('😀'.repeat(200), 200)).toBe(false);
-    expect(exceedsCodePoints('😀'.repeat(201), 200)).toBe(true);
+    expect(scanText('😀'.repeat(200), 200, false)).toBe(TEXT_OK);
+    expect(scanText('😀'.repeat(201), 200, false)).toBe(TEXT_TOO_LONG);
+    expect(scanText('a'.repeat(199) + '😀', 200, false)).toBe(TEXT_OK);
     expect(check({ eventName: '😀'.repeat(200) }).accepted).not.toBeNull();
   });
 

@@ -6,6 +6,7 @@ import type {
   EventIssue,
   EventWarningCode,
   Payload,
+  PayloadValue,
   PiiPolicy,
 } from './ingest.types';
 import { detectPii, identifierKind } from './pii';
@@ -43,39 +44,42 @@ const KNOWN_FIELDS = new Set<string>([
   ...CONTEXT_FIELDS,
 ]);
 
-// Cc: the C0 and C1 control characters and DEL.
-const CONTROL_CHAR = /\p{Cc}/u;
-
 type Raw = Record<string, unknown>;
 
 function isPlainObject(v: unknown): v is Raw {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function isWellFormed(s: string): boolean {
-  return (s as unknown as { isWellFormed(): boolean }).isWellFormed();
-}
-
+export const TEXT_OK = 0;
+export const TEXT_TOO_LONG = 1;
 /** PostgreSQL refuses NUL in text and jsonb, and unpaired surrogates in jsonb. */
-export function isStorableText(s: string): boolean {
-  return s.indexOf('\u0000') === -1 && isWellFormed(s);
-}
+export const TEXT_UNSTORABLE = 2;
+export const TEXT_CONTROL = 3;
 
-/** True when `s` has more than `max` code points; cheap when its UTF-16 length already decides. */
-export function exceedsCodePoints(s: string, max: number): boolean {
-  if (s.length <= max) return false;
-  if (s.length > 2 * max) return true;
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
+/**
+ * One pass over a string: NUL or an unpaired surrogate (unstorable), a C0/C1 control character
+ * or DEL (when `rejectControl`), and more than `max` code points. A plain char-code loop: on the
+ * short strings events carry it is several times faster than regular expressions or
+ * isWellFormed() plus indexOf().
+ */
+export function scanText(s: string, max: number, rejectControl: boolean): number {
+  const n = s.length;
+  // Each code point is at most two UTF-16 units.
+  if (n > 2 * max) return TEXT_TOO_LONG;
+  let points = n;
+  for (let i = 0; i < n; i++) {
     const c = s.charCodeAt(i);
-    // Count a high surrogate followed by a low one once.
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const d = s.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) i++;
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) {
+      if (c === 0) return TEXT_UNSTORABLE;
+      if (rejectControl) return TEXT_CONTROL;
+    } else if (c >= 0xd800 && c <= 0xdfff) {
+      const d = i + 1 < n ? s.charCodeAt(i + 1) : 0;
+      if (c > 0xdbff || d < 0xdc00 || d > 0xdfff) return TEXT_UNSTORABLE;
+      i++;
+      points--;
     }
-    if (++n > max) return true;
   }
-  return false;
+  return points > max ? TEXT_TOO_LONG : TEXT_OK;
 }
 
 function fieldName(prefix: string, key: string): string {
@@ -87,6 +91,10 @@ function fieldName(prefix: string, key: string): string {
 function stringBound(s: string): number {
   return 6 * s.length + 2;
 }
+
+// Upper bound of a known field's name, colon and comma, and of a number or boolean value.
+const KNOWN_KEY_BOUND = 24;
+const SCALAR_BOUND = 24;
 
 /**
  * The hand-written validator of ingest events. It applies every per-event rule of decisions §4
@@ -105,6 +113,10 @@ export class EventValidator {
   private eventErrors = 0;
   private eventWarnings = 0;
   private warningsStart = 0;
+  /** Known fields present in the current event (not undefined or null). */
+  private known = 0;
+  /** An upper bound of the current event's serialized size. */
+  private bound = 0;
 
   constructor(private readonly rules: EventRules) {}
 
@@ -125,30 +137,35 @@ export class EventValidator {
 
   /** Checks a string field; reports and returns false when it breaks a rule. */
   private checkText(field: string, s: string, max: number): boolean {
-    if (exceedsCodePoints(s, max)) {
-      this.error(field, 'too_long', `${field} is longer than ${max} characters.`);
-      return false;
-    }
-    if (!isStorableText(s)) {
-      this.error(field, 'unstorable_value', `${field} contains a NUL character or an unpaired surrogate.`);
-      return false;
-    }
-    return true;
+    const status = scanText(s, max, false);
+    if (status === TEXT_OK) return true;
+    if (status === TEXT_TOO_LONG) this.error(field, 'too_long', `${field} is longer than ${max} characters.`);
+    else this.error(field, 'unstorable_value', `${field} contains a NUL character or an unpaired surrogate.`);
+    return false;
   }
 
   /** An optional string field: null when absent (or null), undefined when rejected. */
-  private optionalText(ev: Raw, field: string, max: number, minLength = 0): string | null | undefined {
-    const v = ev[field];
+  private optionalText(v: unknown, field: string, max: number, minLength = 0): string | null | undefined {
     if (v === undefined || v === null) return null;
+    this.known++;
     if (typeof v !== 'string') {
       this.error(field, 'invalid_type', `${field} must be a string.`);
       return undefined;
     }
+    this.bound += stringBound(v);
     if (v.length < minLength) {
       this.error(field, 'invalid_value', `${field} must not be empty.`);
       return undefined;
     }
     return this.checkText(field, v, max) ? v : undefined;
+  }
+
+  /** A present optional non-string field: counts it for the unknown-field check and the size bound. */
+  private present(v: unknown): boolean {
+    if (v === undefined || v === null) return false;
+    this.known++;
+    this.bound += SCALAR_BOUND;
+    return true;
   }
 
   /** Validates event `index`. Returns the normalised event, or null when it is rejected. */
@@ -159,6 +176,8 @@ export class EventValidator {
     this.eventWarnings = 0;
     this.warningsStart = this.warnings.length;
     this.eventId = undefined;
+    this.known = 0;
+    this.bound = 2;
 
     if (!isPlainObject(raw)) {
       this.error('event', 'invalid_type', 'An event must be a JSON object.');
@@ -170,43 +189,46 @@ export class EventValidator {
       this.eventId = rawEventId;
     }
 
-    // Unknown fields, and a size bound for the serialized event.
-    let bound = 2;
-    for (const key in ev) {
-      const v = ev[key];
-      bound += stringBound(key) + 2;
-      if (typeof v === 'string') bound += stringBound(v);
-      else if (typeof v === 'object' && v !== null) {
-        // The payload's share is added below; anything else nested is measured exactly.
-        if (key !== 'payload') bound = Infinity;
-      } else bound += 24;
-      if (!KNOWN_FIELDS.has(key)) {
-        this.warn(fieldName('', key), 'ignored_field', 'Unknown field, ignored.');
-      }
-    }
-
-    // eventName
     let eventName = '';
     const name = ev.eventName;
     if (name === undefined || name === null) {
       this.error('eventName', 'missing_field', 'eventName is required.');
     } else if (typeof name !== 'string') {
+      this.known++;
       this.error('eventName', 'invalid_type', 'eventName must be a string.');
-    } else if (name.length === 0) {
-      this.error('eventName', 'invalid_value', 'eventName must not be empty.');
-    } else if (CONTROL_CHAR.test(name)) {
-      this.error('eventName', 'invalid_value', 'eventName must not contain control characters.');
-    } else if (this.checkText('eventName', name, EVENT_LIMITS.eventNameMax)) {
-      eventName = name;
+    } else {
+      this.known++;
+      this.bound += stringBound(name);
+      const status = scanText(name, EVENT_LIMITS.eventNameMax, true);
+      if (name.length === 0) {
+        this.error('eventName', 'invalid_value', 'eventName must not be empty.');
+      } else if (status === TEXT_CONTROL) {
+        this.error('eventName', 'invalid_value', 'eventName must not contain control characters.');
+      } else if (status === TEXT_TOO_LONG) {
+        this.error(
+          'eventName',
+          'too_long',
+          `eventName is longer than ${EVENT_LIMITS.eventNameMax} characters.`,
+        );
+      } else if (status === TEXT_UNSTORABLE) {
+        this.error(
+          'eventName',
+          'unstorable_value',
+          'eventName contains a NUL character or an unpaired surrogate.',
+        );
+      } else {
+        eventName = name;
+      }
     }
 
-    let anonymousUserId = this.optionalText(ev, 'anonymousUserId', EVENT_LIMITS.identifierMax);
-    let sessionId = this.optionalText(ev, 'sessionId', EVENT_LIMITS.identifierMax);
-    const eventId = this.optionalText(ev, 'eventId', EVENT_LIMITS.identifierMax, 1);
+    const { identifierMax, contextMax } = EVENT_LIMITS;
+    let anonymousUserId = this.optionalText(ev.anonymousUserId, 'anonymousUserId', identifierMax);
+    let sessionId = this.optionalText(ev.sessionId, 'sessionId', identifierMax);
+    const eventId = this.optionalText(rawEventId, 'eventId', identifierMax, 1);
 
     let eventTime: number | null = null;
     const et = ev.eventTime;
-    if (et !== undefined && et !== null) {
+    if (this.present(et)) {
       if (typeof et !== 'number') {
         this.error('eventTime', 'invalid_type', 'eventTime must be an integer of epoch milliseconds.');
       } else if (!Number.isSafeInteger(et) || et < 0) {
@@ -222,31 +244,32 @@ export class EventValidator {
 
     let isTestMode = false;
     const tm = ev.isTestMode;
-    if (tm !== undefined && tm !== null) {
+    if (this.present(tm)) {
       if (typeof tm !== 'boolean') this.error('isTestMode', 'invalid_type', 'isTestMode must be a boolean.');
       else isTestMode = tm;
     }
 
     let floatValue: number | null = null;
     const fv = ev.floatValue;
-    if (fv !== undefined && fv !== null) {
+    if (this.present(fv)) {
       if (typeof fv !== 'number') this.error('floatValue', 'invalid_type', 'floatValue must be a number.');
       else if (!Number.isFinite(fv)) this.error('floatValue', 'invalid_value', 'floatValue must be finite.');
       else floatValue = fv;
     }
 
-    const platform = this.optionalText(ev, 'platform', EVENT_LIMITS.contextMax);
-    const appVersion = this.optionalText(ev, 'appVersion', EVENT_LIMITS.contextMax);
-    const buildNumber = this.optionalText(ev, 'buildNumber', EVENT_LIMITS.contextMax);
-    const osVersion = this.optionalText(ev, 'osVersion', EVENT_LIMITS.contextMax);
-    const deviceModel = this.optionalText(ev, 'deviceModel', EVENT_LIMITS.contextMax);
+    const platform = this.optionalText(ev.platform, 'platform', contextMax);
+    const appVersion = this.optionalText(ev.appVersion, 'appVersion', contextMax);
+    const buildNumber = this.optionalText(ev.buildNumber, 'buildNumber', contextMax);
+    const osVersion = this.optionalText(ev.osVersion, 'osVersion', contextMax);
+    const deviceModel = this.optionalText(ev.deviceModel, 'deviceModel', contextMax);
 
     // A bad locale or time zone format drops the field and keeps the event.
     let locale: string | null = null;
     const lc = ev.locale;
-    if (lc !== undefined && lc !== null) {
+    if (this.present(lc)) {
       if (typeof lc !== 'string') this.error('locale', 'invalid_type', 'locale must be a string.');
       else {
+        this.bound += stringBound(lc);
         locale = normaliseLocale(lc);
         if (locale === null)
           this.warn('locale', 'invalid_format', 'locale is not a BCP 47 language tag; dropped.');
@@ -254,9 +277,10 @@ export class EventValidator {
     }
     let timezone: string | null = null;
     const tz = ev.timezone;
-    if (tz !== undefined && tz !== null) {
+    if (this.present(tz)) {
       if (typeof tz !== 'string') this.error('timezone', 'invalid_type', 'timezone must be a string.');
       else {
+        this.bound += stringBound(tz);
         timezone = normaliseTimezone(tz);
         if (timezone === null) {
           this.warn(
@@ -270,26 +294,27 @@ export class EventValidator {
 
     let payload: Payload | null = null;
     const p = ev.payload;
-    if (p !== undefined && p !== null) {
-      if (!isPlainObject(p)) {
-        this.error('payload', 'invalid_type', 'payload must be a JSON object.');
-      } else {
-        const checked = this.checkPayload(p);
-        payload = checked.payload;
-        bound += checked.bound;
-      }
+    if (this.present(p)) {
+      if (!isPlainObject(p)) this.error('payload', 'invalid_type', 'payload must be a JSON object.');
+      else payload = this.checkPayload(p);
     }
+
+    const privacyMode = ev.privacyMode;
+    if (this.present(privacyMode) && typeof privacyMode === 'string') this.bound += stringBound(privacyMode);
+
+    // Fields not read above. Counting keys is cheap; the loop that names them runs only when
+    // the count shows there are some.
+    let keys = 0;
+    for (const _key in ev) keys++;
+    if (keys !== this.known) this.unknownFields(ev);
 
     if (this.failed) return this.reject();
 
-    if (bound > this.rules.maxEventBytes) {
+    const { maxEventBytes } = this.rules;
+    if (this.bound + this.known * KNOWN_KEY_BOUND > maxEventBytes) {
       const size = Buffer.byteLength(JSON.stringify(ev), 'utf8');
-      if (size > this.rules.maxEventBytes) {
-        this.error(
-          'event',
-          'event_too_large',
-          `The event is ${size} bytes; the limit is ${this.rules.maxEventBytes}.`,
-        );
+      if (size > maxEventBytes) {
+        this.error('event', 'event_too_large', `The event is ${size} bytes; the limit is ${maxEventBytes}.`);
         return this.reject();
       }
     }
@@ -321,7 +346,6 @@ export class EventValidator {
     }
 
     // privacyMode "unlinked": the event must not be linkable to a person.
-    const privacyMode = ev.privacyMode;
     if (privacyMode !== undefined && privacyMode !== null) {
       if (privacyMode === 'unlinked') {
         this.warn('privacyMode', 'unlinked', 'Unlinked event: anonymousUserId and sessionId are not stored.');
@@ -365,13 +389,31 @@ export class EventValidator {
     };
   }
 
+  /** Warns about each unknown field, and adds its share to the size bound. */
+  private unknownFields(ev: Raw): void {
+    for (const key in ev) {
+      const v = ev[key];
+      if (KNOWN_FIELDS.has(key)) {
+        // A known field sent as null was not counted; it serializes to a few bytes.
+        if (v === null) this.bound += KNOWN_KEY_BOUND;
+        continue;
+      }
+      this.warn(fieldName('', key), 'ignored_field', 'Unknown field, ignored.');
+      this.bound += stringBound(key) + 2;
+      if (typeof v === 'string') this.bound += stringBound(v);
+      // Anything nested is measured exactly.
+      else if (typeof v === 'object' && v !== null) this.bound = Infinity;
+      else this.bound += SCALAR_BOUND;
+    }
+  }
+
   /** Drops the rejected event's warnings: only its errors matter to the client. */
   private reject(): null {
     this.warnings.length = this.warningsStart;
     return null;
   }
 
-  private checkPayload(p: Raw): { payload: Payload | null; bound: number } {
+  private checkPayload(p: Raw): Payload | null {
     const { payloadMaxKeys, payloadKeyMax, payloadStringMax } = EVENT_LIMITS;
     const policy = this.rules.piiPolicy;
     let count = 0;
@@ -381,60 +423,76 @@ export class EventValidator {
     for (const key in p) {
       if (++count > payloadMaxKeys) {
         this.error('payload', 'too_many_keys', `payload has more than ${payloadMaxKeys} keys.`);
-        return { payload: null, bound };
+        return null;
       }
-      const field = fieldName('payload.', key);
       bound += stringBound(key) + 2;
       if (key.length === 0) {
         this.error('payload', 'invalid_value', 'payload keys must not be empty.');
-      } else if (exceedsCodePoints(key, payloadKeyMax)) {
-        this.error(field, 'too_long', `payload keys are at most ${payloadKeyMax} characters.`);
-      } else if (!isStorableText(key)) {
-        this.error(
-          field,
-          'unstorable_value',
-          'payload key contains a NUL character or an unpaired surrogate.',
-        );
+      } else {
+        const status = scanText(key, payloadKeyMax, false);
+        if (status === TEXT_TOO_LONG) {
+          this.error(
+            fieldName('payload.', key),
+            'too_long',
+            `payload keys are at most ${payloadKeyMax} characters.`,
+          );
+        } else if (status !== TEXT_OK) {
+          this.error(
+            fieldName('payload.', key),
+            'unstorable_value',
+            'payload key contains a NUL character or an unpaired surrogate.',
+          );
+        }
       }
       const v = p[key];
       if (typeof v === 'string') {
         bound += stringBound(v);
-        if (!this.checkText(field, v, payloadStringMax)) continue;
+        if (!this.checkText(fieldName('payload.', key), v, payloadStringMax)) continue;
         if (policy !== 'allow' && detectPii(v) !== null) {
           if (policy === 'reject') {
-            this.error(field, 'pii_detected', 'Looks like an email address, phone number or card number.');
+            this.error(
+              fieldName('payload.', key),
+              'pii_detected',
+              'Looks like an email address, phone number or card number.',
+            );
           } else {
             (changes ??= new Map()).set(key, REDACTED);
             this.warn(
-              field,
+              fieldName('payload.', key),
               'pii_redacted',
               'Looked like an email address, phone number or card number; replaced.',
             );
           }
         }
       } else if (typeof v === 'number') {
-        bound += 24;
-        if (!Number.isFinite(v)) this.error(field, 'invalid_value', 'payload numbers must be finite.');
+        bound += SCALAR_BOUND;
+        if (!Number.isFinite(v))
+          this.error(fieldName('payload.', key), 'invalid_value', 'payload numbers must be finite.');
       } else if (typeof v === 'boolean') {
-        bound += 5;
+        bound += SCALAR_BOUND;
       } else if (v === null) {
-        bound += 4;
+        bound += SCALAR_BOUND;
         (changes ??= new Map()).set(key, undefined);
-        this.warn(field, 'null_value_dropped', 'null payload value dropped.');
+        this.warn(fieldName('payload.', key), 'null_value_dropped', 'null payload value dropped.');
       } else {
-        this.error(field, 'nested_value', 'payload values must be a string, a number or a boolean.');
+        this.error(
+          fieldName('payload.', key),
+          'nested_value',
+          'payload values must be a string, a number or a boolean.',
+        );
       }
     }
-    if (!changes) return { payload: p as Payload, bound };
+    this.bound += bound;
+    if (!changes) return p as Payload;
     // A null-prototype copy, so that keys such as "__proto__" stay plain data.
     const out = Object.create(null) as Payload;
     for (const key in p) {
-      if (!changes.has(key)) out[key] = p[key] as string | number | boolean;
+      if (!changes.has(key)) out[key] = p[key] as PayloadValue;
       else {
         const replacement = changes.get(key);
         if (replacement !== undefined) out[key] = replacement;
       }
     }
-    return { payload: out, bound };
+    return out;
   }
 }

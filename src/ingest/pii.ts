@@ -50,7 +50,9 @@ function emailAt(s: string, at: number): [number, number] | null {
   while (end < s.length && isDomainChar(s.charCodeAt(end))) end++;
   // A sentence may end right after the address.
   while (end > at + 1 && s.charCodeAt(end - 1) === Ch.Dot) end--;
-  const lastDot = s.lastIndexOf('.', end - 1);
+  // Searched within the domain only: lastIndexOf would rescan the text before it for every '@'.
+  let lastDot = end - 1;
+  while (lastDot > at + 1 && s.charCodeAt(lastDot) !== Ch.Dot) lastDot--;
   if (lastDot <= at + 1) return null;
   const tldLength = end - lastDot - 1;
   if (tldLength < 2) return null;
