@@ -31,7 +31,7 @@ import {
   withDatabase,
 } from './lib/db.mjs';
 import { loadWritePath } from './lib/write-path.mjs';
-import { loadValidator, benchValidator } from './lib/validation.mjs';
+import { benchDtoValidator, benchValidator, loadDtoValidator, loadValidator } from './lib/validation.mjs';
 import { evaluateTargets, renderSummary } from './lib/report.mjs';
 import { openServices } from './lib/services.mjs';
 
@@ -664,6 +664,13 @@ async function main() {
       log(`validator: ${Math.round(results.validation.eventsPerSec)} events/s on one core`);
     } else {
       check('validator: found in dist/src/ingest', false, 'no event validator export found');
+    }
+    const dto = loadDtoValidator(dist);
+    if (dto && results.validation) {
+      results.validation.classValidatorBaseline = benchDtoValidator(dto, PLAN.validationEvents / 10, rng(42));
+      log(
+        `class-validator DTOs: ${Math.round(results.validation.classValidatorBaseline.eventsPerSec)} events/s on one core`,
+      );
     }
 
     if (!flags['skip-reads']) await readsPhase(dist, cluster, results);
