@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
+import { isUtf8 } from 'node:buffer';
 import { createGunzip, Gunzip } from 'node:zlib';
 import { AppError } from '@app/common/app-error';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
@@ -17,7 +18,10 @@ type Encoding = 'identity' | 'gzip';
 // gzip adds a few bytes per 16 KiB block to data that does not compress, so an honest gzip
 // body can be slightly larger than its decoded size.
 const GZIP_SLACK_BYTES = 64 * 1024;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function hasBom(b: Buffer): boolean {
+  return b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
+}
 
 function mediaTypeOk(header: string | undefined): boolean {
   if (!header) return false;
@@ -76,12 +80,9 @@ export class IngestBodyReader {
       );
     }
     const buffer = await this.collect(req, encoding, limit, rawLimit);
-    let text: string;
-    try {
-      text = utf8.decode(buffer);
-    } catch {
-      throw new AppError(400, 'invalid_json', 'The body is not valid UTF-8.');
-    }
+    if (!isUtf8(buffer)) throw new AppError(400, 'invalid_json', 'The body is not valid UTF-8.');
+    // A byte order mark is tolerated, as JSON parsers commonly do.
+    const text = buffer.toString('utf8', hasBom(buffer) ? 3 : 0);
     try {
       return { value: JSON.parse(text), bytes: buffer.length };
     } catch (err) {
