@@ -77,5 +77,10 @@ export async function createApp(config: AppConfig): Promise<NestExpressApplicati
   });
   app.useGlobalFilters(new ProblemFilter());
   setupOpenApi(app);
+  // Bound slow clients (slowloris): headers within 20 s, the whole request within 60 s. The
+  // largest ingest body (1 MiB by default) needs far less even on a poor mobile link.
+  const server = app.getHttpServer() as import('node:http').Server;
+  server.headersTimeout = 20_000;
+  server.requestTimeout = 60_000;
   return app;
 }

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
-import { IsInstant } from './query-validators';
+import { IsInstant, HasNoControlCharacters } from './query-validators';
 
 export const TEST_MODES = ['false', 'true', 'all'] as const;
 export type TestModeFilter = (typeof TEST_MODES)[number];
@@ -38,18 +38,21 @@ export class ListEventsQueryDto {
   @IsOptional()
   @IsString()
   @MaxLength(200)
+  @HasNoControlCharacters()
   eventName?: string;
 
   @ApiPropertyOptional({ maxLength: 200 })
   @IsOptional()
   @IsString()
   @MaxLength(200)
+  @HasNoControlCharacters()
   anonymousUserId?: string;
 
   @ApiPropertyOptional({ maxLength: 200 })
   @IsOptional()
   @IsString()
   @MaxLength(200)
+  @HasNoControlCharacters()
   sessionId?: string;
 
   @ApiPropertyOptional({

@@ -16,6 +16,7 @@ const CONSTRAINT_CODES: Record<string, string> = {
   matches: 'invalid_format',
   isInstant: 'invalid_timestamp',
   isRealDate: 'invalid_date',
+  hasNoControlCharacters: 'invalid_value',
   whitelistValidation: 'unknown_parameter',
 };
 

@@ -26,3 +26,14 @@ export const IsRealDate = stringRule(
   'must be a real date in the form YYYY-MM-DD',
   (v) => parseUtcDate(v) !== null,
 );
+
+/**
+ * No control characters: PostgreSQL cannot hold NUL in text, and no event name or id stored by
+ * ingest contains one, so such a filter could only fail or match nothing.
+ */
+export const HasNoControlCharacters = stringRule(
+  'hasNoControlCharacters',
+  'must not contain control characters',
+  // eslint-disable-next-line no-control-regex
+  (v) => !/[\u0000-\u001f\u007f]/.test(v),
+);

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsOptional, IsString, IsUUID, Matches, MaxLength } from 'class-validator';
-import { IsRealDate } from '@app/events/query-validators';
+import { IsRealDate, HasNoControlCharacters } from '@app/events/query-validators';
 import { TEST_MODES, TestModeFilter } from '@app/events/list-events-query.dto';
 
 export class ListRollupsQueryDto {
@@ -34,6 +34,7 @@ export class ListRollupsQueryDto {
   @IsOptional()
   @IsString()
   @MaxLength(200)
+  @HasNoControlCharacters()
   eventName?: string;
 
   @ApiPropertyOptional({ enum: TEST_MODES, default: 'false' })
