@@ -7,7 +7,8 @@
 // 127.0.0.1, every loop is bounded by a request count or a deadline.
 //
 // Flags: --quick, --skip-reads (no reads dataset, no rollup figures), --keep-pg (leave the cached
-// cluster running afterwards, for inspection).
+// cluster running afterwards, for inspection), --profile (write a V8 CPU profile of the ingest
+// server to bench/.cache/profiles/ and list its hottest functions).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,6 +21,7 @@ import { batchTemplate, rng } from './lib/events.mjs';
 import { runLoad, percentiles } from './lib/load.mjs';
 import { cli, freePort, startBareServer, startServer } from './lib/processes.mjs';
 import {
+  commitProbe,
   connect,
   countDedup,
   countEvents,
@@ -32,7 +34,7 @@ import {
 } from './lib/db.mjs';
 import { loadWritePath } from './lib/write-path.mjs';
 import { benchDtoValidator, benchValidator, loadDtoValidator, loadValidator } from './lib/validation.mjs';
-import { evaluateTargets, renderSummary } from './lib/report.mjs';
+import { evaluateTargets, hottestFunctions, renderSummary } from './lib/report.mjs';
 import { openServices } from './lib/services.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -45,6 +47,7 @@ const { values: flags } = parseArgs({
     quick: { type: 'boolean', default: false },
     'skip-reads': { type: 'boolean', default: false },
     'keep-pg': { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
   },
 });
 const QUICK = flags.quick;
@@ -224,10 +227,17 @@ function amountFor(requestsPerSec, connections) {
 async function ingestPhase(dist, cluster, results) {
   const url = withDatabase(cluster.url, 'bench_ingest');
   await recreateDatabase(cluster.url, 'bench_ingest');
-  const server = await startServer({ dist, databaseUrl: url });
+  const profileDir = path.join(CACHE, 'profiles');
+  const server = await startServer({
+    dist,
+    databaseUrl: url,
+    nodeArgs: flags.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+  });
   log(`server pid ${server.pid} on ${server.baseUrl} (bench_ingest)`);
   const db = await connect(url);
   try {
+    results.machine.commitLatencyMs = percentiles(await commitProbe(url, QUICK ? 20 : 200));
+    log(`commit latency: p50 ${results.machine.commitLatencyMs.p50} ms`);
     const tenant = await makeTenant(dist, url, 'bench-ingest');
     const ingest = {};
     const warm = await ingestRun('warmup', {
@@ -326,6 +336,7 @@ async function ingestPhase(dist, cluster, results) {
     await db.end();
     const code = await server.stop();
     check('ingest server exits cleanly on SIGTERM', code === 0, `exit code ${code}`);
+    if (flags.profile) results.ingestProfile = hottestFunctions(profileDir, server.pid);
   }
 }
 
@@ -687,7 +698,9 @@ async function main() {
   results.durationSeconds = (Date.now() - started) / 1000;
   results.targets = evaluateTargets(results);
   results.correctness = correctness;
-  const file = path.join(BENCH, 'results', QUICK ? 'quick.json' : 'latest.json');
+  // Only a complete, unprofiled full run is the record; anything less goes beside it.
+  const partial = flags['skip-reads'] || flags.profile;
+  const file = path.join(BENCH, 'results', QUICK ? 'quick.json' : partial ? 'partial.json' : 'latest.json');
   fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
   process.stdout.write(renderSummary(results) + '\n');
   process.stdout.write(`\nResults: ${path.relative(ROOT, file)}\n`);

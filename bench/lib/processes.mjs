@@ -91,9 +91,9 @@ function handle(child, output, baseUrl) {
 }
 
 /** Starts `node dist/src/main.js` against `databaseUrl` and waits for /healthz. */
-export async function startServer({ dist, databaseUrl, env = {} }) {
+export async function startServer({ dist, databaseUrl, env = {}, nodeArgs = [] }) {
   const port = await freePort();
-  const child = spawn(process.execPath, [`${dist}/src/main.js`], {
+  const child = spawn(process.execPath, [...nodeArgs, `${dist}/src/main.js`], {
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,

@@ -1,4 +1,6 @@
-// Targets, pass/fail and the table printed at the end of a run.
+// Targets, pass/fail, the table printed at the end of a run, and a CPU profile summary.
+import fs from 'node:fs';
+import path from 'node:path';
 
 const fmt = (v, digits = 0) =>
   v === null || v === undefined || Number.isNaN(v)
@@ -230,4 +232,35 @@ export function renderSummary(results) {
       : `Correctness: all ${results.correctness.length} checks passed.`,
   );
   return out.join('\n');
+}
+
+/** Self time per function (and where it lives) of the V8 CPU profile written by process `pid`. */
+export function hottestFunctions(dir, pid, top = 25) {
+  const file = fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.includes(`.${pid}.`)) : undefined;
+  if (!file) return null;
+  const profile = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'));
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const self = new Map();
+  const deltas = profile.timeDeltas;
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const { functionName, url, lineNumber } = byId.get(id).callFrame;
+    const where = url ? `${url.replace(/^.*\/(node_modules|dist-\d+)\//, '$1/')}:${lineNumber + 1}` : '';
+    const key = `${functionName || '(anonymous)'} ${where}`.trim();
+    const dt = deltas[i] ?? 0;
+    total += dt;
+    self.set(key, (self.get(key) ?? 0) + dt);
+  });
+  return {
+    file: path.join(dir, file),
+    totalMs: Math.round(total / 1000),
+    top: [...self.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([fn, us]) => ({
+        fn,
+        selfMs: Math.round(us / 1000),
+        share: Math.round((us / total) * 1000) / 10,
+      })),
+  };
 }

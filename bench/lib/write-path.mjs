@@ -37,8 +37,11 @@ export function loadWritePath(dist) {
   const { IngestRepository } = createRequire(file)(file);
   if (typeof IngestRepository !== 'function') return null;
   return async (client, appId, events) => {
+    // The parts of a TypeORM DataSource the repository uses, over this one pg client.
+    const query = async (sql, params) => (await client.query(sql, params)).rows;
     const repository = new IngestRepository({
-      query: async (sql, params) => (await client.query(sql, params)).rows,
+      query,
+      createQueryRunner: () => ({ connect: async () => client, release: async () => undefined, query }),
     });
     const receivedAt = Date.now();
     const batch = events.map((e, i) => accepted(e, i, receivedAt));
