@@ -3,8 +3,9 @@ import { getDataSourceToken } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { DrainState } from '@app/ops/drain-state';
 import { MetricsService } from '@app/ops/metrics.service';
+import { RollupsScheduler } from '@app/rollups/rollups.scheduler';
 import { READ_DATA_SOURCE } from '@app/database/database.module';
-import { makeTenant } from './factories';
+import { bearer, makeTenant } from './factories';
 import { startTestApp, testDatabaseUrl, TestApp } from './support/test-app';
 import { Contract } from './support/contract';
 
@@ -129,6 +130,30 @@ describe('health, readiness and metrics', () => {
     expect(sample(text, 'tally_rollup_run_duration_seconds_count', { outcome: 'skipped' })).toBe(1);
     expect(sample(text, 'tally_rollup_lag_seconds')).toBe(12);
     expect(sample(text, 'tally_rollup_last_success_timestamp_seconds')).toBeGreaterThan(1.7e9);
+  });
+
+  it('ingest batches and scheduled rollup runs reach /metrics', async () => {
+    const tenant = await makeTenant(t.app);
+    const before = (await request(t.http).get('/metrics').expect(200)).text;
+    const value = (text: string, name: string, labels: Record<string, string> = {}) =>
+      sample(text, name, labels) ?? 0;
+    const res = await request(t.http)
+      .post('/api/ingest')
+      .set(bearer(tenant.liveKey))
+      .set('Content-Type', 'application/json')
+      .send({ events: [{ eventName: 'A.one' }, { eventName: 'A.two' }, { eventName: 7 }] });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ accepted: 2, rejected: 1 });
+    await t.app.get(RollupsScheduler).tick();
+    const after = (await request(t.http).get('/metrics').expect(200)).text;
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      value(after, name, labels) - value(before, name, labels);
+    expect(delta('tally_events_accepted_total', { mode: 'live' })).toBe(2);
+    expect(delta('tally_events_rejected_total', { code: 'invalid_type', mode: 'live' })).toBe(1);
+    expect(
+      delta('tally_rollup_run_duration_seconds_count', { outcome: 'completed' }) +
+        delta('tally_rollup_run_duration_seconds_count', { outcome: 'skipped' }),
+    ).toBe(1);
   });
 
   it('GET /docs serves the interactive reference with a CSP that lets it load', async () => {

@@ -17,6 +17,8 @@ const TRANSIENT_MESSAGES = [
   'Connection is not established',
   'Cannot use a pool after calling end',
   'terminating connection',
+  // A missing daily partition is a server-side state that maintenance repairs; retrying helps.
+  'no partition of relation',
 ];
 
 function sqlState(err: unknown): string | undefined {

@@ -4,6 +4,7 @@ import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppsService } from '@app/auth/apps.service';
 import type { RequestKey } from '@app/auth/authenticated-request';
 import { RateLimitStore } from '@app/common/rate-limit/rate-limit.store';
+import { MetricsService } from '@app/ops/metrics.service';
 import { EventValidator } from './event-validator';
 import type { IngestBody } from './ingest-body.reader';
 import { batchTooLarge } from './ingest-errors';
@@ -68,6 +69,18 @@ function invalidBody(errors: FieldError[]): AppError {
   return new AppError(400, 'invalid_body', 'The batch envelope is invalid; nothing was stored.', { errors });
 }
 
+/** Rejected events by the code of their first error (an event may list several). */
+function rejectedByCode(errors: { index: number; code: string }[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  let last = -1;
+  for (const e of errors) {
+    if (e.index === last) continue;
+    last = e.index;
+    counts[e.code] = (counts[e.code] ?? 0) + 1;
+  }
+  return counts;
+}
+
 /** The ingest rules of decisions §4: validation, time, PII, dedup, metering. */
 @Injectable()
 export class IngestService {
@@ -76,6 +89,7 @@ export class IngestService {
     private readonly limits: RateLimitStore,
     private readonly apps: AppsService,
     private readonly repository: IngestRepository,
+    private readonly metrics: MetricsService,
   ) {}
 
   async ingest(key: RequestKey, body: IngestBody): Promise<IngestResult> {
@@ -127,6 +141,12 @@ export class IngestService {
       }
     }
 
+    this.metrics.recordIngest({
+      accepted,
+      duplicates,
+      testMode,
+      rejectedByCode: rejectedByCode(validator.errors),
+    });
     return {
       received: events.length,
       accepted,
