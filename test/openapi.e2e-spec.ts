@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
+import { RollupsService } from '@app/rollups/rollups.service';
+import { bearer, makeTenant } from './factories';
 import { buildOpenApiDocument, PROBLEM_SCHEMA_REF } from '@app/ops/openapi';
 import { DrainState } from '@app/ops/drain-state';
 import { startTestApp, TestApp } from './support/test-app';
@@ -120,5 +122,62 @@ describe('contract checks', () => {
 
     const broken = { ...res, body: { ...res.body, code: 'no_such_code' } } as request.Response;
     expect(() => contract.expect(broken, 'get', '/readyz')).toThrow(/\/code must be equal to one of/);
+  });
+  it('validate a success and an error of every API endpoint against the document', async () => {
+    const tenant = await makeTenant(t.app);
+    const ingest = (key: string, body: unknown) =>
+      request(t.http)
+        .post('/api/ingest')
+        .set(bearer(key))
+        .set('Content-Type', 'application/json')
+        .send(body as object);
+
+    const accepted = await ingest(tenant.liveKey, {
+      events: [
+        {
+          eventName: 'Checkout.completed',
+          eventId: 'c-1',
+          anonymousUserId: 'u1',
+          floatValue: 9.5,
+          payload: { plan: 'pro' },
+        },
+        { eventName: 'Checkout.completed', privacyMode: 'unlinked' },
+        { eventName: 42 },
+      ],
+    });
+    expect(accepted.status).toBe(200);
+    expect(accepted.body).toMatchObject({ received: 3, accepted: 2, rejected: 1 });
+    contract.expect(accepted, 'post', '/api/ingest');
+    contract.expect(await ingest(tenant.apiKey, { events: [{ eventName: 'A.b' }] }), 'post', '/api/ingest');
+    contract.expect(await ingest(tenant.liveKey, { events: [] }), 'post', '/api/ingest');
+
+    const events = await request(t.http)
+      .get('/api/v1/events')
+      .query({ appId: tenant.appId })
+      .set(bearer(tenant.apiKey));
+    expect(events.status).toBe(200);
+    expect(events.body).toHaveLength(2);
+    contract.expect(events, 'get', '/api/v1/events');
+    const badLimit = await request(t.http)
+      .get('/api/v1/events')
+      .query({ appId: tenant.appId, limit: 0 })
+      .set(bearer(tenant.apiKey));
+    expect(badLimit.status).toBe(400);
+    contract.expect(badLimit, 'get', '/api/v1/events');
+
+    await t.app.get(RollupsService).compute({ appId: tenant.appId });
+    const rollups = await request(t.http)
+      .get('/api/v1/rollups')
+      .query({ appId: tenant.appId })
+      .set(bearer(tenant.apiKey));
+    expect(rollups.status).toBe(200);
+    expect(rollups.body.length).toBeGreaterThanOrEqual(2);
+    contract.expect(rollups, 'get', '/api/v1/rollups');
+    const forbidden = await request(t.http)
+      .get('/api/v1/rollups')
+      .query({ appId: '00000000-0000-4000-8000-000000000000' })
+      .set(bearer(tenant.apiKey));
+    expect(forbidden.status).toBe(403);
+    contract.expect(forbidden, 'get', '/api/v1/rollups');
   });
 });

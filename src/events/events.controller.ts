@@ -1,5 +1,6 @@
 import { Controller, Get, Query, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { API_KEY_SCHEME, API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/ops/openapi';
 import { SkipThrottle } from '@nestjs/throttler';
 import type { Response } from 'express';
 import { ApiKeyGuard } from '@app/auth/api-key.guard';
@@ -10,8 +11,8 @@ import { EventsService } from './events.service';
 import { ListEventsQueryDto } from './list-events-query.dto';
 import { QueryValidationPipe } from './query-validation.pipe';
 
-@ApiTags('events')
-@ApiBearerAuth()
+@ApiTags(API_TAGS.events)
+@ApiBearerAuth(API_KEY_SCHEME)
 @Controller('api/v1/events')
 @UseGuards(ApiKeyGuard, KeyThrottlerGuard, ScopeGuard)
 @SkipThrottle({ ingest: true })
@@ -20,7 +21,34 @@ export class EventsController {
   constructor(private readonly events: EventsService) {}
 
   @Get()
-  @ApiOkResponse({ type: EventRecordDto, isArray: true })
+  @ApiOperation({
+    summary: 'List recent events',
+    description: 'Needs an API key with the scope `events:read` and access to `appId`.',
+  })
+  @ApiOkResponse({
+    type: EventRecordDto,
+    isArray: true,
+    description: 'Recent events, newest first. `Link` and `X-Next-Cursor` name the next page.',
+    headers: RATE_LIMIT_HEADERS,
+  })
+  @ApiProblemResponse(
+    400,
+    'Invalid query parameters (`invalid_query`, with `errors`) or a tampered `cursor` (`invalid_cursor`).',
+  )
+  @ApiProblemResponse(
+    401,
+    'Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`).',
+    ['WWW-Authenticate'],
+  )
+  @ApiProblemResponse(
+    403,
+    'The key lacks `events:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`).',
+    ['WWW-Authenticate'],
+  )
+  @ApiProblemResponse(429, 'Read rate of the key exceeded (`rate_limited`), or too many 401s.', [
+    'Retry-After',
+  ])
+  @ApiProblemResponse(503, 'The database is unavailable. Retry after Retry-After.', ['Retry-After'])
   async list(
     @Query(QueryValidationPipe) query: ListEventsQueryDto,
     @Res({ passthrough: true }) res: Response,

@@ -1,17 +1,19 @@
 import { Controller, HttpCode, Post, Req, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiConsumes, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { SkipThrottle } from '@nestjs/throttler';
 import type { Request } from 'express';
 import { IngestKeyGuard } from '@app/auth/ingest-key.guard';
 import { requestKey } from '@app/auth/authenticated-request';
 import { KeyThrottlerGuard } from '@app/common/rate-limit/key-throttler.guard';
 import { IngestBodyReader } from './ingest-body.reader';
+import { API_TAGS, ApiProblemResponse, INGEST_KEY_SCHEME, RATE_LIMIT_HEADERS } from '@app/ops/openapi';
 import { IngestBatchDto } from './ingest.dto';
+import { IngestResultDto } from './ingest-result.dto';
 import { IngestService } from './ingest.service';
 import type { IngestResult } from './ingest.types';
 
-@ApiTags('ingest')
-@ApiBearerAuth()
+@ApiTags(API_TAGS.ingest)
+@ApiBearerAuth(INGEST_KEY_SCHEME)
 @Controller('api/ingest')
 @UseGuards(IngestKeyGuard, KeyThrottlerGuard)
 @SkipThrottle({ read: true })
@@ -23,8 +25,40 @@ export class IngestController {
 
   @Post()
   @HttpCode(200)
+  @ApiOperation({
+    summary: 'Ingest a batch of events',
+    description:
+      'Validates every event, stores the valid ones in one transaction and answers with a per-event ' +
+      'metering result. 200 is sent only after the commit. `Content-Encoding: gzip` is accepted.',
+  })
   @ApiConsumes('application/json')
   @ApiBody({ type: IngestBatchDto })
+  @ApiOkResponse({
+    type: IngestResultDto,
+    description: 'The batch metering result.',
+    headers: RATE_LIMIT_HEADERS,
+  })
+  @ApiProblemResponse(400, 'Invalid JSON or batch envelope (`invalid_json`, `invalid_body`); nothing stored.')
+  @ApiProblemResponse(
+    401,
+    'Missing or invalid ingest key (`invalid_key`), or an API key (`wrong_key_type`).',
+    ['WWW-Authenticate'],
+  )
+  @ApiProblemResponse(
+    413,
+    'More than INGEST_MAX_EVENTS events or INGEST_MAX_BYTES decoded bytes; nothing stored. The body has ' +
+      '`limitEvents`, `limitBytes`, `receivedEvents` and `receivedBytes`: split the batch.',
+  )
+  @ApiProblemResponse(
+    415,
+    'Content-Type is not application/json, or the Content-Encoding is not gzip or identity.',
+  )
+  @ApiProblemResponse(429, 'Request or event rate of the key exceeded, or too many 401s; nothing stored.', [
+    'Retry-After',
+  ])
+  @ApiProblemResponse(503, 'The database is unavailable; nothing stored. Retry after Retry-After.', [
+    'Retry-After',
+  ])
   async ingest(@Req() req: Request): Promise<IngestResult> {
     // The body is read here, after the guards, never by a global parser.
     const body = await this.reader.read(req);

@@ -33,6 +33,13 @@ const HEADER_DOCS: Record<string, { description: string; schema: { type: 'string
   'RateLimit-Reset': { description: 'Seconds until the window resets.', schema: { type: 'integer' } },
 };
 
+/** The `RateLimit-*` headers of a successful API response, for `@ApiOkResponse({ headers })`. */
+export const RATE_LIMIT_HEADERS = {
+  'RateLimit-Limit': HEADER_DOCS['RateLimit-Limit'],
+  'RateLimit-Remaining': HEADER_DOCS['RateLimit-Remaining'],
+  'RateLimit-Reset': HEADER_DOCS['RateLimit-Reset'],
+};
+
 /**
  * Documents an error response as problem+json. Endpoint owners use it beside their own
  * `@Api*` decorators: `@ApiProblemResponse(401, 'Missing or invalid key.', ['WWW-Authenticate'])`.
