@@ -2,23 +2,9 @@ import request from 'supertest';
 import { KeysService } from '@app/auth/keys.service';
 import { bearer, makeApiKey, makeApp, makeIngestKey, makeTenant } from './factories';
 import { startTestApp, TestApp } from './support/test-app';
+import { expectProblem } from './support/problem';
 
 const INVALID = 'Bearer realm="tally", error="invalid_token"';
-
-function expectProblem(res: request.Response, status: number, code: string) {
-  expect(res.status).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.body).toEqual(
-    expect.objectContaining({
-      type: `urn:tally:problem:${code}`,
-      status,
-      code,
-      title: expect.any(String),
-      detail: expect.any(String),
-      requestId: res.headers['x-request-id'],
-    }),
-  );
-}
 
 describe('authentication and authorization (decisions §2)', () => {
   let t: TestApp;

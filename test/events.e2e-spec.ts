@@ -2,21 +2,7 @@ import request from 'supertest';
 import { bearer, makeApiKey, makeApp, makeTenant } from './factories';
 import { SeedEvent, seedEvents } from './factories/events';
 import { startTestApp, TestApp } from './support/test-app';
-
-function expectProblem(res: request.Response, status: number, code: string) {
-  expect(res.status).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.body).toEqual(
-    expect.objectContaining({
-      type: `urn:tally:problem:${code}`,
-      status,
-      code,
-      title: expect.any(String),
-      detail: expect.any(String),
-      requestId: res.headers['x-request-id'],
-    }),
-  );
-}
+import { expectProblem } from './support/problem';
 
 const HOUR = 3_600_000;
 

@@ -2,25 +2,11 @@ import request from 'supertest';
 import { createGzip, gzipSync } from 'node:zlib';
 import { bearer, makeTenant } from './factories';
 import { startTestApp, TestApp } from './support/test-app';
+import { expectProblem } from './support/problem';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
 
 const LIMIT = 1_048_576;
-
-function expectProblem(res: request.Response, status: number, code: string) {
-  expect(res.status).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.body).toEqual(
-    expect.objectContaining({
-      type: `urn:tally:problem:${code}`,
-      status,
-      code,
-      title: expect.any(String),
-      detail: expect.any(String),
-      requestId: res.headers['x-request-id'],
-    }),
-  );
-}
 
 /** gzip of `total` bytes of zeros, made in 1 MiB steps so the test never holds the plain data. */
 async function gzipBomb(total: number): Promise<Buffer> {

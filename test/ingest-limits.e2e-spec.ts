@@ -1,23 +1,9 @@
 import request from 'supertest';
 import { bearer, makeTenant } from './factories';
 import { startTestApp, TestApp } from './support/test-app';
+import { expectProblem } from './support/problem';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
-
-function expectProblem(res: request.Response, status: number, code: string) {
-  expect(res.status).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.body).toEqual(
-    expect.objectContaining({
-      type: `urn:tally:problem:${code}`,
-      status,
-      code,
-      title: expect.any(String),
-      detail: expect.any(String),
-      requestId: res.headers['x-request-id'],
-    }),
-  );
-}
 
 const post = (t: TestApp, key: string, body: unknown) =>
   request(t.http)

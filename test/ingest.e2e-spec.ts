@@ -1,25 +1,12 @@
 import request from 'supertest';
 import { bearer, makeTenant } from './factories';
 import { startTestApp, TestApp } from './support/test-app';
+import type { ErrorCode } from '@app/common/app-error';
+import { expectProblem } from './support/problem';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
 
 const DAY = 86_400_000;
-
-function expectProblem(res: request.Response, status: number, code: string) {
-  expect(res.status).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.body).toEqual(
-    expect.objectContaining({
-      type: `urn:tally:problem:${code}`,
-      status,
-      code,
-      title: expect.any(String),
-      detail: expect.any(String),
-      requestId: res.headers['x-request-id'],
-    }),
-  );
-}
 
 interface StoredRow {
   event_name: string;
@@ -550,7 +537,7 @@ describe('POST /api/ingest (decisions §4)', () => {
     ])('%s', async (_label, body, code, fieldError) => {
       const tenant = await makeTenant(t.app);
       const res = await post(tenant.liveKey, body);
-      expectProblem(res, 400, code);
+      expectProblem(res, 400, code as ErrorCode);
       if (fieldError) expect(res.body.errors).toEqual([{ ...fieldError, message: expect.any(String) }]);
       else expect(res.body.errors).toBeUndefined();
       expect(await storedCount(tenant)).toBe(0);

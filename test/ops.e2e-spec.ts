@@ -8,21 +8,7 @@ import { READ_DATA_SOURCE } from '@app/database/database.module';
 import { bearer, makeTenant } from './factories';
 import { startTestApp, testDatabaseUrl, TestApp } from './support/test-app';
 import { Contract } from './support/contract';
-
-function expectProblem(res: request.Response, status: number, code: string) {
-  expect(res.status).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.body).toEqual(
-    expect.objectContaining({
-      type: `urn:tally:problem:${code}`,
-      status,
-      code,
-      title: expect.any(String),
-      detail: expect.any(String),
-      requestId: res.headers['x-request-id'],
-    }),
-  );
-}
+import { expectProblem } from './support/problem';
 
 /** The value of one sample line of a Prometheus exposition, or undefined. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {

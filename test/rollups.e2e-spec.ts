@@ -5,21 +5,7 @@ import { ROLLUP_INTERVAL_NAME } from '@app/rollups/rollups.scheduler';
 import { bearer, makeApiKey, makeApp, makeTenant } from './factories';
 import { SeedEvent, seedEvents } from './factories/events';
 import { startTestApp, TestApp } from './support/test-app';
-
-function expectProblem(res: request.Response, status: number, code: string) {
-  expect(res.status).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.body).toEqual(
-    expect.objectContaining({
-      type: `urn:tally:problem:${code}`,
-      status,
-      code,
-      title: expect.any(String),
-      detail: expect.any(String),
-      requestId: res.headers['x-request-id'],
-    }),
-  );
-}
+import { expectProblem } from './support/problem';
 
 const DAY = 86_400_000;
 const dayOf = (t: number) => new Date(Math.floor(t / DAY) * DAY).toISOString().slice(0, 10);

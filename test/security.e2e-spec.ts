@@ -5,30 +5,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { KeyRepository } from '@app/auth/key.repository';
 import { hashKey } from '@app/auth/key-format';
-import { ERROR_TITLES } from '@app/common/app-error';
 import { bearer, makeApiKey, makeTenant } from './factories';
 import { seedEvents } from './factories/events';
 import { startTestApp, TestApp } from './support/test-app';
+import { expectProblem } from './support/problem';
 
 // Each `describe` below is one item of the OWASP API Security Top 10 (2023); docs/security.md
 // maps the items to these tests.
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
-
-function expectProblem(res: request.Response, status: number, code: string) {
-  expect(res.status).toBe(status);
-  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.body).toEqual(
-    expect.objectContaining({
-      type: `urn:tally:problem:${code}`,
-      status,
-      code,
-      title: ERROR_TITLES[code as keyof typeof ERROR_TITLES],
-      detail: expect.any(String),
-      requestId: res.headers['x-request-id'],
-    }),
-  );
-}
 
 /** A problem document without the members that differ between two requests. */
 function comparable(res: request.Response) {
