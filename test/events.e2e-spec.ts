@@ -261,7 +261,7 @@ describe('GET /api/v1/events (decisions §5)', () => {
       expect(new Set(seen.map((e) => e.id)).size).toBe(2600);
       expect(new Set(seen.map((e) => e.id))).toEqual(new Set(ids));
       const stored = (await t.db.query(
-        `SELECT id::text AS id FROM events WHERE app_id = $1 ORDER BY received_at DESC, id DESC`,
+        `SELECT id::text AS id FROM events WHERE app_id = $1 ORDER BY received_at DESC, events.id DESC`,
         [own.appId],
       )) as { id: string }[];
       expect(seen.map((e) => e.id)).toEqual(stored.map((r) => r.id));
@@ -279,6 +279,36 @@ describe('GET /api/v1/events (decisions §5)', () => {
       expect(second.body.map((e: { eventName: string }) => e.eventName)).not.toContain('Late.arrival');
       expect(other.appId).not.toBe(own.appId);
       await t.db.query(`DELETE FROM events WHERE app_id = $1 AND event_name = 'Late.arrival'`, [own.appId]);
+    });
+
+    it('orders ids numerically within one receive time, across a change in digit count', async () => {
+      const crossing = await makeTenant(t.app);
+      // Move the id sequence to just below the next power of ten, so one batch gets ids such as
+      // 99998 … 100003 that sort differently as text and as numbers.
+      const [{ last }] = (await t.db.query(`SELECT last_value::bigint AS last FROM events_id_seq`)) as {
+        last: string;
+      }[];
+      const boundary = 10 ** String(last).length * 10;
+      await t.db.query(`SELECT setval('events_id_seq', $1)`, [boundary - 4]);
+      const at = Date.now() - HOUR;
+      const seeded = await seedEvents(
+        t.db,
+        crossing.appId,
+        Array.from({ length: 8 }, () => ({ eventName: 'Same.instant', receivedAt: at })),
+      );
+      expect(seeded.some((id) => id.length !== seeded[0].length)).toBe(true);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (let i = 0; i < 10; i++) {
+        const res = await list(
+          cursor ? { appId: crossing.appId, limit: 3, cursor } : { appId: crossing.appId, limit: 3 },
+          crossing.apiKey,
+        );
+        seen.push(...res.body.map((e: { id: string }) => e.id));
+        cursor = res.headers['x-next-cursor'];
+        if (!cursor) break;
+      }
+      expect(seen).toEqual([...seeded].sort((a, b) => Number(b) - Number(a)));
     });
 
     it('defaults to 100 rows', async () => {

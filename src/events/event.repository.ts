@@ -87,6 +87,8 @@ export class EventRepository {
       where.push(`(received_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
     }
     params.push(limit);
+    // The ORDER BY names the table's columns: the bare `id` would be the text output column,
+    // which sorts 100000 before 99999 and would not match the cursor's numeric comparison.
     return (await this.db.query(
       `SELECT id::text AS id, app_id, event_name, anonymous_user_id, session_id,
               event_time::text AS event_time,
@@ -96,7 +98,7 @@ export class EventRepository {
               device_model, locale, timezone, float_value, payload
          FROM events
         WHERE ${where.join(' AND ')}
-        ORDER BY received_at DESC, id DESC
+        ORDER BY events.received_at DESC, events.id DESC
         LIMIT $${params.length}`,
       params,
     )) as EventRow[];
