@@ -1,6 +1,12 @@
 import { Controller, Get, Query, Res, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { API_KEY_SCHEME, API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/ops/openapi';
+import {
+  API_KEY_SCHEME,
+  API_TAGS,
+  ApiProblemResponse,
+  ApiReadErrors,
+  RATE_LIMIT_HEADERS,
+} from '@app/ops/openapi';
 import { SkipThrottle } from '@nestjs/throttler';
 import type { Response } from 'express';
 import { ApiKeyGuard } from '@app/auth/api-key.guard';
@@ -9,7 +15,7 @@ import { KeyThrottlerGuard } from '@app/common/rate-limit/key-throttler.guard';
 import { EventRecordDto } from './event-record.dto';
 import { EventsService } from './events.service';
 import { ListEventsQueryDto } from './list-events-query.dto';
-import { QueryValidationPipe } from './query-validation.pipe';
+import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 
 @ApiTags(API_TAGS.events)
 @ApiBearerAuth(API_KEY_SCHEME)
@@ -35,20 +41,7 @@ export class EventsController {
     400,
     'Invalid query parameters (`invalid_query`, with `errors`) or a tampered `cursor` (`invalid_cursor`).',
   )
-  @ApiProblemResponse(
-    401,
-    'Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`).',
-    ['WWW-Authenticate'],
-  )
-  @ApiProblemResponse(
-    403,
-    'The key lacks `events:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`).',
-    ['WWW-Authenticate'],
-  )
-  @ApiProblemResponse(429, 'Read rate of the key exceeded (`rate_limited`), or too many 401s.', [
-    'Retry-After',
-  ])
-  @ApiProblemResponse(503, 'The database is unavailable. Retry after Retry-After.', ['Retry-After'])
+  @ApiReadErrors('events:read')
   async list(
     @Query(QueryValidationPipe) query: ListEventsQueryDto,
     @Res({ passthrough: true }) res: Response,

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '@app/common/app-error';
-import { invalidQuery } from './query-validation.pipe';
+import { invalidQuery } from '@app/common/query-validation.pipe';
 import { decodeCursor, encodeCursor } from './cursor';
 import { EventFilters, EventRepository, EventRow } from './event.repository';
 import type { EventRecordDto } from './event-record.dto';

@@ -59,6 +59,26 @@ export function ApiProblemResponse(
   );
 }
 
+/** The errors every read endpoint shares, for the scope it needs. */
+export function ApiReadErrors(scope: string): MethodDecorator & ClassDecorator {
+  return applyDecorators(
+    ApiProblemResponse(
+      401,
+      'Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`).',
+      ['WWW-Authenticate'],
+    ),
+    ApiProblemResponse(
+      403,
+      `The key lacks \`${scope}\` (\`insufficient_scope\`) or has no access to \`appId\` (\`app_forbidden\`).`,
+      ['WWW-Authenticate'],
+    ),
+    ApiProblemResponse(429, 'Read rate of the key exceeded (`rate_limited`), or too many 401s.', [
+      'Retry-After',
+    ]),
+    ApiProblemResponse(503, 'The database is unavailable. Retry after Retry-After.', ['Retry-After']),
+  );
+}
+
 /** The RFC 9457 body of every error response, with Tally's `code` and `requestId`. */
 function problemSchemas(): NonNullable<NonNullable<OpenAPIObject['components']>['schemas']> {
   return {

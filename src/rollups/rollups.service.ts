@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/c
 import type { QueryRunner } from 'typeorm';
 import { AppError } from '@app/common/app-error';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
-import { invalidQuery } from '@app/events/query-validation.pipe';
+import { invalidQuery } from '@app/common/query-validation.pipe';
 import { addDays, daySpan, utcDateString } from '@app/events/time-params';
 import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
 import { RollupRepository, RollupRow } from './rollup.repository';
