@@ -1,26 +1,15 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
-import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from './support/free-port';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(__dirname, '..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
 const CLI = path.join(ROOT, 'dist/src/cli/main.js');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function postmasterAlive(dir: string): boolean {
   const file = path.join(dir, 'pg', 'postmaster.pid');

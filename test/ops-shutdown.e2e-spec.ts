@@ -5,6 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { makeTenant } from './factories';
 import { startTestApp, testDatabaseUrl, TestApp } from './support/test-app';
+import { freePort } from './support/free-port';
 
 // Runs the built server (`npm test` builds it first) as a child process, as in production.
 const MAIN = path.join(__dirname, '..', 'dist', 'src', 'main.js');
@@ -12,17 +13,6 @@ const EVENTS_PER_REQUEST = 25;
 const IN_FLIGHT = 5;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function startServer(port: number): Promise<{ child: ChildProcess; output: () => string }> {
   const child = spawn(process.execPath, [MAIN], {

@@ -3,23 +3,13 @@
 // Everything listens on 127.0.0.1 and is stopped before the run ends.
 import { spawn, execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import { promisify } from 'node:util';
+import { freePort } from '../../test/support/free-port.mjs';
+
+export { freePort };
 
 const execFileAsync = promisify(execFile);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Resident and peak resident memory of a process, in bytes, from /proc (Linux). */
 export function memoryOf(pid) {

@@ -1,10 +1,10 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, IsUUID, Max, MaxLength, Min } from 'class-validator';
+import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { IsInstant, HasNoControlCharacters } from './query-validators';
+import { AppIdParam, EventNameParam, TestModeParam, TestModeFilter } from './query-params';
 
-export const TEST_MODES = ['false', 'true', 'all'] as const;
-export type TestModeFilter = (typeof TEST_MODES)[number];
+export type { TestModeFilter } from './query-params';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;
@@ -14,10 +14,7 @@ const toInteger = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d{1,7}$/.test(value) ? Number(value) : value;
 
 export class ListEventsQueryDto {
-  @ApiProperty({ format: 'uuid', description: 'The app to read.' })
-  @IsNotEmpty({ message: 'appId is required' })
-  @IsString()
-  @IsUUID('all', { message: 'appId must be a UUID' })
+  @AppIdParam()
   appId!: string;
 
   @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT })
@@ -34,11 +31,7 @@ export class ListEventsQueryDto {
   @MaxLength(200)
   cursor?: string;
 
-  @ApiPropertyOptional({ maxLength: 200 })
-  @IsOptional()
-  @IsString()
-  @MaxLength(200)
-  @HasNoControlCharacters()
+  @EventNameParam()
   eventName?: string;
 
   @ApiPropertyOptional({ maxLength: 200 })
@@ -71,8 +64,6 @@ export class ListEventsQueryDto {
   @IsInstant()
   to?: string;
 
-  @ApiPropertyOptional({ enum: TEST_MODES, default: 'false' })
-  @IsOptional()
-  @IsIn(TEST_MODES, { message: 'testMode must be false, true or all' })
+  @TestModeParam()
   testMode?: TestModeFilter;
 }

@@ -1,13 +1,10 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsNotEmpty, IsOptional, IsString, IsUUID, Matches, MaxLength } from 'class-validator';
-import { IsRealDate, HasNoControlCharacters } from '@app/events/query-validators';
-import { TEST_MODES, TestModeFilter } from '@app/events/list-events-query.dto';
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsOptional, IsString, Matches } from 'class-validator';
+import { IsRealDate } from '@app/events/query-validators';
+import { AppIdParam, EventNameParam, TestModeParam, TestModeFilter } from '@app/events/query-params';
 
 export class ListRollupsQueryDto {
-  @ApiProperty({ format: 'uuid', description: 'The app to read.' })
-  @IsNotEmpty({ message: 'appId is required' })
-  @IsString()
-  @IsUUID('all', { message: 'appId must be a UUID' })
+  @AppIdParam()
   appId!: string;
 
   @ApiPropertyOptional({ format: 'date', description: 'First UTC day, inclusive.' })
@@ -30,15 +27,9 @@ export class ListRollupsQueryDto {
   @Matches(/^[1-9]\d{0,2}d$/, { message: 'range must look like 7d, with 1 to 366 days' })
   range?: string;
 
-  @ApiPropertyOptional({ maxLength: 200 })
-  @IsOptional()
-  @IsString()
-  @MaxLength(200)
-  @HasNoControlCharacters()
+  @EventNameParam()
   eventName?: string;
 
-  @ApiPropertyOptional({ enum: TEST_MODES, default: 'false' })
-  @IsOptional()
-  @IsIn(TEST_MODES, { message: 'testMode must be false, true or all' })
+  @TestModeParam()
   testMode?: TestModeFilter;
 }

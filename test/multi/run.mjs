@@ -10,12 +10,12 @@
 // exits non-zero on any failure.
 import { spawn, execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import Redis from 'ioredis';
+import { freePort } from '../support/free-port.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MAIN = path.join(ROOT, 'dist', 'src', 'main.js');
@@ -43,17 +43,6 @@ function check(name, ok, detail = '') {
   results.push({ name, ok });
   process.stdout.write(`${ok ? 'ok    ' : 'FAILED'} ${name}${detail ? ` (${detail})` : ''}\n`);
   return ok;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 const env = {

@@ -4,7 +4,6 @@
 /* global fetch, AbortSignal */
 import fs from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { execFile, spawn } from 'node:child_process';
@@ -12,24 +11,15 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { ensure, stop } from '../../src/database/embedded-pg.mjs';
+import { freePort } from '../support/free-port.mjs';
+
+export { freePort };
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SERVER_JS = path.join(ROOT, 'dist/src/main.js');
 const CLI_JS = path.join(ROOT, 'dist/src/cli/main.js');
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Fails fast with a clear message when `npm run build` has not produced the server. */
 export async function assertBuilt() {

@@ -1,22 +1,10 @@
 // Starts one embedded PostgreSQL for the whole test run, on a free port in a temporary folder,
 // and hands its URL to the test workers through the environment.
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ensure } from '../../src/database/embedded-pg.mjs';
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from './free-port.mjs';
 
 export default async function globalSetup() {
   if (process.env.TEST_DATABASE_URL) {
