@@ -5,6 +5,9 @@ import { DataSource, QueryRunner } from 'typeorm';
 // Names the rollup computation among advisory locks (the migration lock is 7_310_001).
 const ROLLUP_LOCK_ID = 7_310_002;
 
+// The largest finite double, as a numeric literal.
+const MAX_DOUBLE = '1.7976931348623157e308::numeric';
+
 // One day of a large app can take longer than the request statement timeout.
 const RECOMPUTE_STATEMENT_TIMEOUT = '15min';
 
@@ -120,14 +123,17 @@ export class RollupComputationRepository {
       await runner.query(`SET LOCAL statement_timeout = '${RECOMPUTE_STATEMENT_TIMEOUT}'`);
       await runner.query(`DELETE FROM rollup_dirty WHERE app_id = $1 AND day = $2::date`, [appId, day]);
       // The sum runs in numeric so that it is exact and independent of row order; float8
-      // addition would make a recomputation differ in the last bits.
+      // addition would make a recomputation differ in the last bits. Finite values can still add
+      // up past the float8 range (two events near 1.8e308), which would fail the whole day, so
+      // the stored sum saturates at the largest finite double instead.
       const result = await runner.query(
         `INSERT INTO rollups AS r (app_id, day, is_test_mode, event_name, events, unique_users,
                                    unique_sessions, fv_count, fv_sum, fv_min, fv_max, computed_at)
          SELECT $1::uuid, $2::date, is_test_mode,
                 CASE WHEN GROUPING(event_name) = 1 THEN '' ELSE event_name END,
                 count(*), count(DISTINCT anonymous_user_id), count(DISTINCT session_id),
-                count(float_value), sum(float_value::numeric)::double precision,
+                count(float_value),
+                greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision,
                 min(float_value), max(float_value), now()
            FROM events
           WHERE app_id = $1::uuid
