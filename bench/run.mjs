@@ -19,7 +19,14 @@ import { parseArgs } from 'node:util';
 import { ensure, stop as stopCluster } from '../src/database/embedded-pg.mjs';
 import { batchTemplate, rng } from './lib/events.mjs';
 import { runLoad, percentiles } from './lib/load.mjs';
-import { cli, freePort, startBareServer, startServer } from './lib/processes.mjs';
+import {
+  cli,
+  clusterCpuSeconds,
+  cpuSecondsOf,
+  freePort,
+  startBareServer,
+  startServer,
+} from './lib/processes.mjs';
 import {
   commitProbe,
   connect,
@@ -155,7 +162,10 @@ function ingestHeaders(key, gzip = false) {
 }
 
 /** Runs one ingest load and checks it against the database: rows Δ == accepted == sent. */
-async function ingestRun(name, { server, db, tenant, connections, amount, batch, gzip = false, seed }) {
+async function ingestRun(
+  name,
+  { server, db, tenant, connections, amount, batch, gzip = false, seed, pgDir },
+) {
   const templates = Array.from({ length: 32 }, (_, i) => batchTemplate(seed * 100 + i, batch));
   const runId = `${name}-${Date.now().toString(36)}`;
   const render = (i) => templates[i % templates.length].render(`${runId}.${i.toString(36)}`);
@@ -169,6 +179,12 @@ async function ingestRun(name, { server, db, tenant, connections, amount, batch,
   }
   const before = await countEvents(db, tenant.appId);
   const dedupBefore = await countDedup(db, tenant.appId);
+  const cpu = () => ({
+    server: cpuSecondsOf(server.pid),
+    postgres: clusterCpuSeconds(pgDir),
+    loadGenerator: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
+  });
+  const cpuBefore = cpu();
   const result = await runLoad({
     url: `${server.baseUrl}/api/ingest`,
     method: 'POST',
@@ -179,6 +195,7 @@ async function ingestRun(name, { server, db, tenant, connections, amount, batch,
     count: true,
     maxSeconds: PLAN.maxLoadSeconds,
   });
+  const cpuAfter = cpu();
   const after = await countEvents(db, tenant.appId);
   const dedupAfter = await countDedup(db, tenant.appId);
   const sent = result.requests * batch;
@@ -187,6 +204,17 @@ async function ingestRun(name, { server, db, tenant, connections, amount, batch,
   result.bodyBytes = Math.round(bodyBytes);
   result.rows = { before, after, delta: after - before, dedupDelta: dedupAfter - dedupBefore };
   const t = result.totals;
+  // Where the 2 cores went: CPU microseconds per accepted event, by process.
+  const perEvent = (k) => Math.round(((cpuAfter[k] - cpuBefore[k]) / Math.max(1, t.accepted)) * 1e7) / 10;
+  result.cpuUsPerEvent = {
+    server: perEvent('server'),
+    postgres: perEvent('postgres'),
+    loadGenerator: perEvent('loadGenerator'),
+  };
+  result.cpuUsPerEvent.total =
+    Math.round(
+      (result.cpuUsPerEvent.server + result.cpuUsPerEvent.postgres + result.cpuUsPerEvent.loadGenerator) * 10,
+    ) / 10;
   check(
     `${name}: no errors`,
     result.errors + result.timeouts + result.non2xx + result.badBodies === 0,
@@ -212,8 +240,10 @@ async function ingestRun(name, { server, db, tenant, connections, amount, batch,
     result.rows.dedupDelta === t.accepted,
     `event_dedup rows Δ ${result.rows.dedupDelta}, accepted ${t.accepted}`,
   );
+  const c = result.cpuUsPerEvent;
   log(
-    `${name}: ${Math.round(result.eventsPerSec ?? 0)} events/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms`,
+    `${name}: ${Math.round(result.eventsPerSec ?? 0)} events/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms; ` +
+      `CPU µs/event: server ${c.server}, postgres ${c.postgres}, load generator ${c.loadGenerator}`,
   );
   return result;
 }
@@ -244,6 +274,7 @@ async function ingestPhase(dist, cluster, results) {
       server,
       db,
       tenant,
+      pgDir: path.join(cluster.dir, 'pg'),
       connections: 16,
       amount: PLAN.warmupRequests,
       batch: 100,
@@ -254,6 +285,7 @@ async function ingestPhase(dist, cluster, results) {
       server,
       db,
       tenant,
+      pgDir: path.join(cluster.dir, 'pg'),
       connections: 16,
       amount: amountFor(warm.requestsPerSec, 16),
       batch: 100,
@@ -263,6 +295,7 @@ async function ingestPhase(dist, cluster, results) {
       server,
       db,
       tenant,
+      pgDir: path.join(cluster.dir, 'pg'),
       connections: 64,
       amount: amountFor(ingest.batch100_c16.requestsPerSec, 64),
       batch: 100,
@@ -273,6 +306,7 @@ async function ingestPhase(dist, cluster, results) {
       server,
       db,
       tenant,
+      pgDir: path.join(cluster.dir, 'pg'),
       connections: 16,
       amount: amountFor(eventsRate / 1000, 16),
       batch: 1000,
@@ -282,6 +316,7 @@ async function ingestPhase(dist, cluster, results) {
       server,
       db,
       tenant,
+      pgDir: path.join(cluster.dir, 'pg'),
       connections: 64,
       amount: Math.min(amountFor(ingest.batch100_c64.requestsPerSec, 64), 6000),
       batch: 100,
@@ -327,7 +362,8 @@ async function ingestPhase(dist, cluster, results) {
       const { latencies, ...rest } = ceiling;
       results.dbCeiling = {
         ...rest,
-        method: 'IngestRepository.insertBatch (one INSERT … SELECT FROM unnest(…) statement per batch)',
+        method:
+          'IngestRepository.insertBatches (one INSERT … SELECT FROM unnest(…) statement per 100-row batch)',
         batchLatencyMs: percentiles(latencies),
       };
       log(`db ceiling: ${Math.round(ceiling.rowsPerSec)} rows/s`);

@@ -2,7 +2,7 @@
 // Child processes of the benchmark: the built server, the admin CLI, the bare HTTP server.
 // Everything listens on 127.0.0.1 and is stopped before the run ends.
 import { spawn, execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { freePort } from '../../test/support/free-port.mjs';
 
@@ -20,6 +20,45 @@ export function memoryOf(pid) {
   } catch {
     return { rss: NaN, hwm: NaN };
   }
+}
+
+const TICKS_PER_SECOND = 100;
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); 0 once it is gone. */
+export function cpuSecondsOf(pid) {
+  try {
+    // Fields after the command name, which may itself hold spaces: state is field 3, utime 14, stime 15.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * CPU seconds used so far by a PostgreSQL cluster: the postmaster of `dataDir` and every process
+ * it started (backends, WAL writer, checkpointer). A backend that exits takes its count with it,
+ * so measure across spans in which the connections stay open.
+ */
+export function clusterCpuSeconds(dataDir) {
+  let postmaster;
+  try {
+    postmaster = Number(readFileSync(`${dataDir}/postmaster.pid`, 'utf8').split('\n')[0]);
+  } catch {
+    return NaN;
+  }
+  let total = cpuSecondsOf(postmaster);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
+      if (Number(fields[1]) === postmaster)
+        total += (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return total;
 }
 
 /** Keeps the last lines of a child's output, to explain a failure. */

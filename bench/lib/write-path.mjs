@@ -45,7 +45,10 @@ export function loadWritePath(dist) {
     });
     const receivedAt = Date.now();
     const batch = events.map((e, i) => accepted(e, i, receivedAt));
-    const duplicates = await repository.insertBatch(appId, receivedAt, receivedAt - DEDUP_WINDOW_MS, batch);
+    const [duplicates] = await repository.insertBatches(
+      [{ appId, receivedAt, events: batch }],
+      DEDUP_WINDOW_MS,
+    );
     return batch.length - duplicates.length;
   };
 }

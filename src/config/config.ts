@@ -29,6 +29,10 @@ export interface AppConfig {
   ingestMaxBytes: number;
   ingestMaxEventBytes: number;
   ingestMaxEventAgeDays: number;
+  /** Ingest statements running at once per instance (group commit); at most the pool size. */
+  ingestWriteConcurrency: number;
+  /** The most events one ingest statement takes from waiting requests; a larger request goes alone. */
+  ingestWriteMaxEvents: number;
   piiPolicy: 'redact' | 'reject' | 'allow';
 
   rateWindowMs: number;
@@ -120,6 +124,13 @@ export function loadConfig(env: Env): AppConfig {
       `must be greater than INGEST_MAX_EVENT_AGE_DAYS (${config.ingestMaxEventAgeDays}), got ${config.eventRetentionDays}`,
     );
   }
+  // Each running ingest statement holds a pooled connection; the rest serve reads and checks.
+  if (config.ingestWriteConcurrency > config.databasePoolSize) {
+    throw new ConfigError(
+      'INGEST_WRITE_CONCURRENCY',
+      `must not exceed DATABASE_POOL_SIZE (${config.databasePoolSize}), got ${config.ingestWriteConcurrency}`,
+    );
+  }
   return config;
 }
 
@@ -154,6 +165,8 @@ function readConfig(env: Env): AppConfig {
     ingestMaxBytes: int(env, 'INGEST_MAX_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     ingestMaxEventBytes: int(env, 'INGEST_MAX_EVENT_BYTES', 32_768, 256, 1_048_576),
     ingestMaxEventAgeDays: int(env, 'INGEST_MAX_EVENT_AGE_DAYS', 7, 1, 365),
+    ingestWriteConcurrency: int(env, 'INGEST_WRITE_CONCURRENCY', 4, 1, 200),
+    ingestWriteMaxEvents: int(env, 'INGEST_WRITE_MAX_EVENTS', 1000, 1, 100_000),
     piiPolicy: oneOf(env, 'PII_POLICY', ['redact', 'reject', 'allow'] as const, 'redact'),
 
     rateWindowMs,

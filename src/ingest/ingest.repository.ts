@@ -6,51 +6,55 @@ import type { AcceptedEvent } from './ingest.types';
 const MS = `interval '1 millisecond'`;
 const EPOCH = `'epoch'::timestamptz`;
 
-// One statement does the whole write, so it is one transaction and one round trip:
+// One statement does the whole write of one or more batches, so it is one transaction and one
+// round trip. Each input row carries its own app and receive time, because the writer puts the
+// batches of several concurrent requests into one statement (see IngestWriter).
 //  - `fresh` claims each eventId in event_dedup. A row already there is a duplicate, unless it
 //    is older than the dedup window (the hourly expiry has not reached it yet), in which case it
-//    is refreshed and counts as new. Ids are claimed in sorted order so that two batches sharing
-//    ids cannot deadlock; a concurrent identical batch waits on the unique index and then sees
-//    the conflict, so exactly one copy is stored.
+//    is refreshed and counts as new. Ids are claimed in sorted order so that two statements
+//    sharing ids cannot deadlock; a concurrent statement with the same id waits on the unique
+//    index and then sees the conflict, so exactly one copy is stored.
 //  - `stored` inserts the events with no eventId or a freshly claimed one.
-//  - `dirty` marks each UTC day that received events for the rollup task.
-//  - The result lists the eventIds that were duplicates.
-const INSERT_BATCH = `
+//  - `dirty` marks each (app, UTC day) that received events, for the rollup task.
+//  - The result lists the input positions (1-based) whose eventId was a duplicate.
+const INSERT_ROWS = `
 WITH input AS (
   SELECT * FROM unnest(
-    $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::boolean[],
-    $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[],
-    $17::float8[], $18::jsonb[]
-  ) AS t(event_id, ts_ms, event_time, event_name, anonymous_user_id, session_id, is_test_mode,
-         platform, app_version, build_number, os_version, device_model, locale, timezone,
-         float_value, payload)
+    $1::uuid[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[],
+    $8::text[], $9::boolean[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+    $15::text[], $16::text[], $17::float8[], $18::jsonb[]
+  ) WITH ORDINALITY AS t(app_id, received_ms, event_id, ts_ms, event_time, event_name,
+         anonymous_user_id, session_id, is_test_mode, platform, app_version, build_number,
+         os_version, device_model, locale, timezone, float_value, payload, n)
 ),
 fresh AS (
   INSERT INTO event_dedup AS d (app_id, event_id, seen_at)
-  SELECT $1::uuid, event_id, ${EPOCH} + $2::bigint * ${MS}
-    FROM input WHERE event_id IS NOT NULL ORDER BY event_id
+  SELECT app_id, event_id, ${EPOCH} + received_ms * ${MS}
+    FROM input WHERE event_id IS NOT NULL ORDER BY app_id, event_id
   ON CONFLICT (app_id, event_id) DO UPDATE SET seen_at = EXCLUDED.seen_at
-    WHERE d.seen_at < ${EPOCH} + $19::bigint * ${MS}
-  RETURNING d.event_id
+    WHERE d.seen_at < EXCLUDED.seen_at - $19::bigint * ${MS}
+  RETURNING d.app_id, d.event_id
 ),
 stored AS (
   INSERT INTO events (app_id, ts, received_at, event_time, event_name, event_id, anonymous_user_id,
                       session_id, is_test_mode, platform, app_version, build_number, os_version,
                       device_model, locale, timezone, float_value, payload)
-  SELECT $1::uuid, ${EPOCH} + i.ts_ms * ${MS}, ${EPOCH} + $2::bigint * ${MS}, i.event_time,
+  SELECT i.app_id, ${EPOCH} + i.ts_ms * ${MS}, ${EPOCH} + i.received_ms * ${MS}, i.event_time,
          i.event_name, i.event_id, i.anonymous_user_id, i.session_id, i.is_test_mode, i.platform,
          i.app_version, i.build_number, i.os_version, i.device_model, i.locale, i.timezone,
          i.float_value, i.payload
     FROM input i
-   WHERE i.event_id IS NULL OR EXISTS (SELECT 1 FROM fresh f WHERE f.event_id = i.event_id)
-  RETURNING ts
+   WHERE i.event_id IS NULL
+      OR EXISTS (SELECT 1 FROM fresh f WHERE f.app_id = i.app_id AND f.event_id = i.event_id)
+  RETURNING app_id, ts
 ),
 dirty AS (
   INSERT INTO rollup_dirty (app_id, day)
-  SELECT DISTINCT $1::uuid, (ts AT TIME ZONE 'UTC')::date FROM stored
+  SELECT DISTINCT app_id, (ts AT TIME ZONE 'UTC')::date FROM stored
 )
-SELECT i.event_id AS "eventId" FROM input i
- WHERE i.event_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.event_id = i.event_id)`;
+SELECT i.n::int AS n FROM input i
+ WHERE i.event_id IS NOT NULL
+   AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.app_id = i.app_id AND f.event_id = i.event_id)`;
 
 // node-pg would serialise JS arrays itself, with two regex passes per element; these build the
 // same array literals in one pass, escaping only the elements that need it.
@@ -61,31 +65,40 @@ function quote(s: string): string {
   return '"' + (NEEDS_ESCAPE.test(s) ? s.replace(ESCAPE, '\\$&') : s) + '"';
 }
 
-function literal<T>(
-  events: AcceptedEvent[],
-  pick: (e: AcceptedEvent) => T,
-  format: (v: NonNullable<T>) => string,
-): string {
+function literal<T>(rows: Row[], pick: (r: Row) => T, format: (v: NonNullable<T>) => string): string {
   let out = '{';
-  for (let i = 0; i < events.length; i++) {
+  for (let i = 0; i < rows.length; i++) {
     if (i > 0) out += ',';
-    const v = pick(events[i]);
+    const v = pick(rows[i]);
     out += v === null || v === undefined ? 'NULL' : format(v as NonNullable<T>);
   }
   return out + '}';
 }
 
-const text = (events: AcceptedEvent[], pick: (e: AcceptedEvent) => string | null) =>
-  literal(events, pick, quote);
-const num = (events: AcceptedEvent[], pick: (e: AcceptedEvent) => number | null) =>
-  literal(events, pick, String);
+const text = (rows: Row[], pick: (r: Row) => string | null) => literal(rows, pick, quote);
+const num = (rows: Row[], pick: (r: Row) => number | null) => literal(rows, pick, String);
 
 // Prepared once per connection, so PostgreSQL plans this large statement once rather than on
 // every batch. Bump the suffix whenever the statement's text changes.
-const STATEMENT_NAME = 'tally_ingest_batch_v1';
+const STATEMENT_NAME = 'tally_ingest_rows_v2';
 
 interface PgClient {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: { eventId: string }[] }>;
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: { n: number }[] }>;
+}
+
+/** The accepted events of one request, for one app. */
+export interface WriteBatch {
+  appId: string;
+  /** Epoch ms: the events' received_at and the dedup record's seen_at. */
+  receivedAt: number;
+  /** Unique eventIds within the batch (the service drops repeats first). */
+  events: AcceptedEvent[];
+}
+
+interface Row {
+  appId: string;
+  receivedAt: number;
+  event: AcceptedEvent;
 }
 
 /** Writes accepted events. The only code that touches the events and dedup tables on ingest. */
@@ -94,47 +107,70 @@ export class IngestRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
   /**
-   * Stores `events` of one app atomically, skipping eventIds already seen since `dedupSince`.
-   * The eventIds must be unique within `events`. Returns the eventIds that were duplicates.
+   * Stores the events of `batches` atomically, in one statement, skipping eventIds of the same
+   * app already seen within the last `dedupWindowMs` before each batch's receive time. An
+   * eventId that two batches share is stored once, for the first. Returns, for each batch, the
+   * positions in its `events` that were duplicates.
    */
-  async insertBatch(
-    appId: string,
-    receivedAt: number,
-    dedupSince: number,
-    events: AcceptedEvent[],
-  ): Promise<string[]> {
+  async insertBatches(batches: WriteBatch[], dedupWindowMs: number): Promise<number[][]> {
+    const rows: Row[] = [];
+    // Where each row came from, and the repeats found before the database saw them.
+    const origin: [batch: number, position: number][] = [];
+    const duplicates: number[][] = batches.map(() => []);
+    const claimed = batches.length > 1 ? new Set<string>() : null;
+    batches.forEach((batch, b) => {
+      batch.events.forEach((event, position) => {
+        if (claimed && event.eventId !== null) {
+          // One statement cannot claim the same dedup record twice; the first copy wins.
+          const key = `${batch.appId}/${event.eventId}`;
+          if (claimed.has(key)) {
+            duplicates[b].push(position);
+            return;
+          }
+          claimed.add(key);
+        }
+        rows.push({ appId: batch.appId, receivedAt: batch.receivedAt, event });
+        origin.push([b, position]);
+      });
+    });
+    if (rows.length === 0) return duplicates;
+
     const values = [
-      appId,
-      receivedAt,
-      text(events, (e) => e.eventId),
-      num(events, (e) => e.ts),
-      num(events, (e) => e.eventTime),
-      text(events, (e) => e.eventName),
-      text(events, (e) => e.anonymousUserId),
-      text(events, (e) => e.sessionId),
+      literal(rows, (r) => r.appId, String),
+      num(rows, (r) => r.receivedAt),
+      text(rows, (r) => r.event.eventId),
+      num(rows, (r) => r.event.ts),
+      num(rows, (r) => r.event.eventTime),
+      text(rows, (r) => r.event.eventName),
+      text(rows, (r) => r.event.anonymousUserId),
+      text(rows, (r) => r.event.sessionId),
       literal(
-        events,
-        (e) => e.isTestMode,
+        rows,
+        (r) => r.event.isTestMode,
         (v) => (v ? 't' : 'f'),
       ),
-      text(events, (e) => e.platform),
-      text(events, (e) => e.appVersion),
-      text(events, (e) => e.buildNumber),
-      text(events, (e) => e.osVersion),
-      text(events, (e) => e.deviceModel),
-      text(events, (e) => e.locale),
-      text(events, (e) => e.timezone),
-      num(events, (e) => e.floatValue),
-      text(events, (e) => (e.payload === null ? null : JSON.stringify(e.payload))),
-      dedupSince,
+      text(rows, (r) => r.event.platform),
+      text(rows, (r) => r.event.appVersion),
+      text(rows, (r) => r.event.buildNumber),
+      text(rows, (r) => r.event.osVersion),
+      text(rows, (r) => r.event.deviceModel),
+      text(rows, (r) => r.event.locale),
+      text(rows, (r) => r.event.timezone),
+      num(rows, (r) => r.event.floatValue),
+      text(rows, (r) => (r.event.payload === null ? null : JSON.stringify(r.event.payload))),
+      dedupWindowMs,
     ];
     // The driver's client is used directly for its named (prepared) statements; TypeORM's
     // query() sends unnamed ones only.
     const runner = this.db.createQueryRunner();
     try {
       const client = (await runner.connect()) as PgClient;
-      const result = await client.query({ name: STATEMENT_NAME, text: INSERT_BATCH, values });
-      return result.rows.map((r) => r.eventId);
+      const result = await client.query({ name: STATEMENT_NAME, text: INSERT_ROWS, values });
+      for (const { n } of result.rows) {
+        const [b, position] = origin[n - 1];
+        duplicates[b].push(position);
+      }
+      return duplicates;
     } finally {
       await runner.release();
     }

@@ -9,7 +9,7 @@ import { EventValidator } from './event-validator';
 import type { IngestBody } from './ingest-body.reader';
 import { batchTooLarge } from './ingest-errors';
 import { CLOCK_SKEW_TOLERANCE_MS, DAY_MS, maxEventsPerRequest } from './ingest.limits';
-import { IngestRepository } from './ingest.repository';
+import { IngestWriter } from './ingest-writer';
 import type { AcceptedEvent, IngestResult } from './ingest.types';
 import { pseudonymise } from './pii';
 
@@ -88,7 +88,7 @@ export class IngestService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly limits: RateLimitStore,
     private readonly apps: AppsService,
-    private readonly repository: IngestRepository,
+    private readonly writer: IngestWriter,
     private readonly metrics: MetricsService,
   ) {}
 
@@ -131,14 +131,13 @@ export class IngestService {
     let metered = 0;
     let accepted = toStore.length;
     if (toStore.length) {
-      const dedupSince = receivedAt - this.config.ingestMaxEventAgeDays * DAY_MS;
-      const repeated = await this.repository.insertBatch(appId, receivedAt, dedupSince, toStore);
+      const repeated = await this.writer.write({ appId, receivedAt, events: toStore });
       duplicates += repeated.length;
       accepted -= repeated.length;
-      const repeatedIds = repeated.length ? new Set(repeated) : null;
-      for (const e of toStore) {
-        if (!e.isTestMode && !(repeatedIds && e.eventId !== null && repeatedIds.has(e.eventId))) metered++;
-      }
+      const repeatedAt = repeated.length ? new Set(repeated) : null;
+      toStore.forEach((e, position) => {
+        if (!e.isTestMode && !repeatedAt?.has(position)) metered++;
+      });
     }
 
     this.metrics.recordIngest({

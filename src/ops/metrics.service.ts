@@ -74,6 +74,18 @@ export class MetricsService {
     labelNames: ['code', 'mode'] as const,
     registers: [this.registry],
   });
+  private readonly ingestWrites = new Histogram({
+    name: 'tally_ingest_write_batches',
+    help: 'Requests whose events were written by one ingest statement (group commit).',
+    buckets: [1, 2, 4, 8, 16, 32, 64],
+    registers: [this.registry],
+  });
+  private readonly ingestWriteEvents = new Histogram({
+    name: 'tally_ingest_write_events',
+    help: 'Events written by one ingest statement.',
+    buckets: [10, 100, 250, 500, 1000, 2000, 5000],
+    registers: [this.registry],
+  });
   private readonly rollupDuration = new Histogram({
     name: 'tally_rollup_run_duration_seconds',
     help: 'Duration of rollup runs, by outcome.',
@@ -136,6 +148,12 @@ export class MetricsService {
     for (const [code, n] of Object.entries(outcome.rejectedByCode)) {
       if (n > 0) this.eventsRejected.inc({ code, mode }, n);
     }
+  }
+
+  /** One committed ingest statement: how many requests and events it carried. */
+  recordIngestWrite(batches: number, events: number): void {
+    this.ingestWrites.observe(batches);
+    this.ingestWriteEvents.observe(events);
   }
 
   observeRollupRun(run: RollupRun): void {
