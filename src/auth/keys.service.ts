@@ -1,3 +1,4 @@
+import { DAY_MS } from '@app/common/time';
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
@@ -87,7 +88,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
       );
     }
     await this.apps.assertExist(apps);
-    const expiresAt = expiresInDays === null ? null : new Date(Date.now() + expiresInDays * 86_400_000);
+    const expiresAt = expiresInDays === null ? null : new Date(Date.now() + expiresInDays * DAY_MS);
     const { id, key } = await this.issue('api', {
       kind: 'api',
       mode: null,

@@ -1,9 +1,9 @@
+import { DAY_MS } from '@app/common/time';
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { PartitionRepository } from './partition.repository';
 
-const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 
 function utcDay(t: number): Date {

@@ -1,3 +1,4 @@
+import { DAY_MS } from '@app/common/time';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -32,7 +33,7 @@ export class PartitionRepository {
   /** Creates the partition of one UTC day if it does not exist (safe to race). */
   async create(day: Date): Promise<void> {
     const start = day.toISOString().slice(0, 10);
-    const end = new Date(day.getTime() + 86_400_000).toISOString().slice(0, 10);
+    const end = new Date(day.getTime() + DAY_MS).toISOString().slice(0, 10);
     try {
       await this.db.query(
         `CREATE TABLE IF NOT EXISTS ${dayName(day)} PARTITION OF events

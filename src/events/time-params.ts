@@ -1,4 +1,4 @@
-const DAY_MS = 86_400_000;
+import { DAY_MS } from '@app/common/time';
 
 // 9999-12-31T23:59:59.999Z: four-digit years keep every bound an ISO string PostgreSQL parses.
 const MAX_EPOCH_MS = 253_402_300_799_999;

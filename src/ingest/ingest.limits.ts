@@ -15,7 +15,7 @@ export const FUTURE_TOLERANCE_MS = 10 * 60_000;
 /** The response lists at most this many errors, and this many warnings, per event. */
 export const MAX_ISSUES_PER_EVENT = 10;
 
-export const DAY_MS = 86_400_000;
+export { DAY_MS } from '@app/common/time';
 export const REDACTED = '[redacted]';
 
 /**

@@ -1,6 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
 import { AppError } from '@app/common/app-error';
+import { DAY_MS } from '@app/common/time';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { addDays, daySpan, utcDateString } from '@app/events/time-params';
@@ -38,28 +39,29 @@ const COMPUTE_LOCK_WAIT_MS = 120_000;
 const LOCK_POLL_MS = 250;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-function toRecord(row: RollupRow): RollupRecordDto {
-  const fvCount = Number(row.fv_count);
+function toRecord(appId: string, row: RollupRow): RollupRecordDto {
+  const fvCount = row.fvCount;
   return {
-    appId: row.app_id,
+    appId,
     date: row.day,
-    eventName: row.event_name === '' ? null : row.event_name,
-    isTestMode: row.is_test_mode,
-    events: Number(row.events),
-    uniqueUsers: Number(row.unique_users),
-    uniqueSessions: Number(row.unique_sessions),
+    eventName: row.eventName === '' ? null : row.eventName,
+    isTestMode: row.isTestMode,
+    events: row.events,
+    uniqueUsers: row.uniqueUsers,
+    uniqueSessions: row.uniqueSessions,
     floatValue:
       fvCount === 0
         ? null
         : {
             count: fvCount,
-            sum: row.fv_sum!,
-            min: row.fv_min!,
-            max: row.fv_max!,
-            avg: row.fv_sum! / fvCount,
+            sum: row.fvSum!,
+            min: row.fvMin!,
+            max: row.fvMax!,
+            avg: row.fvSum! / fvCount,
           },
-    final: row.final,
-    computedAt: Number(row.computed_ms),
+    // Final once computed after the day ended (UTC): no later event can change it.
+    final: row.computedMs >= Date.parse(`${row.day}T00:00:00Z`) + DAY_MS,
+    computedAt: row.computedMs,
   };
 }
 
@@ -113,13 +115,14 @@ export class RollupsService implements BeforeApplicationShutdown {
         },
       ]);
     }
-    const rows = await this.rollups.list(query.appId.toLowerCase(), {
+    const appId = query.appId.toLowerCase();
+    const rows = await this.rollups.list(appId, {
       fromDate,
       toDate,
       eventName: query.eventName,
       testMode: query.testMode ?? 'false',
     });
-    return rows.map(toRecord);
+    return rows.map((row) => toRecord(appId, row));
   }
 
   /**

@@ -1,0 +1,2 @@
+/** One UTC day in milliseconds. */
+export const DAY_MS = 86_400_000;
