@@ -1,3 +1,5 @@
+import { ClientRequest, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { bearer, makeTenant } from './factories';
 import { startTestApp, TestApp } from './support/test-app';
@@ -213,5 +215,75 @@ describe('503: the database cannot serve', () => {
     });
     expect(retry.body).toMatchObject({ received: 3, accepted: 2, duplicates: 1 });
     expect((await stored(t, tenant)).map((r) => r.event_name)).toEqual(['seed', 'fresh', 'no-id']);
+  });
+});
+
+describe('INGEST_MAX_INFLIGHT_BYTES', () => {
+  let t: TestApp;
+  let port: number;
+
+  beforeAll(async () => {
+    t = await startTestApp({ INGEST_MAX_BYTES: '4096', INGEST_MAX_INFLIGHT_BYTES: '4096' });
+    await new Promise<void>((resolve) => t.http.listen(0, '127.0.0.1', resolve));
+    port = (t.http.address() as AddressInfo).port;
+  });
+  afterAll(() => t.close());
+
+  /** A request that sends `sent` of `declared` body bytes and then waits, holding them. */
+  async function holdOpen(key: string, declared: number, sent: number): Promise<ClientRequest> {
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/api/ingest',
+      headers: { ...bearer(key), 'Content-Type': 'application/json', 'Content-Length': declared },
+    });
+    req.on('error', () => undefined);
+    req.write(`{"events":[{"eventName":"${'x'.repeat(sent - 27)}"}]`);
+    // Give the server time to authenticate and read what was sent.
+    await new Promise((r) => setTimeout(r, 300));
+    return req;
+  }
+
+  const batch = (n: number) => ({
+    events: Array.from({ length: n }, (_, i) => ({ eventName: 'load', eventId: `l-${i}` })),
+  });
+
+  it('answers 503 with Retry-After, storing nothing, while other bodies hold the budget; then recovers', async () => {
+    const tenant = await makeTenant(t.app);
+    const held = await holdOpen(tenant.liveKey, 3500, 3000);
+    const body = batch(30);
+    expect(JSON.stringify(body).length).toBeGreaterThan(1100);
+    const refused = await post(t, tenant.liveKey, body);
+    expectProblem(refused, 503, 'service_unavailable');
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.body.detail).toMatch(/ingest bodies/);
+    expect(await stored(t, tenant)).toEqual([]);
+
+    // The held request ends (here: its client goes away), and its bytes are given back.
+    held.destroy();
+    await new Promise((r) => setTimeout(r, 200));
+    const accepted = await post(t, tenant.liveKey, body);
+    expect(accepted.status).toBe(200);
+    expect(accepted.body).toMatchObject({ received: 30, accepted: 30 });
+  });
+
+  it('answered requests give their bytes back: many bodies in a row fit a budget of one', async () => {
+    const tenant = await makeTenant(t.app);
+    for (let i = 0; i < 5; i++) {
+      const res = await post(t, tenant.liveKey, {
+        events: [{ eventName: 'seq', eventId: `seq-${i}` }, ...batch(40).events],
+      });
+      expect(res.status).toBe(200);
+    }
+    expect((await stored(t, tenant)).filter((r) => r.event_name === 'seq')).toHaveLength(5);
+  });
+
+  it('refuses a budget smaller than INGEST_MAX_BYTES at boot', async () => {
+    await expect(
+      startTestApp({ INGEST_MAX_BYTES: '8192', INGEST_MAX_INFLIGHT_BYTES: '4096' }),
+    ).rejects.toThrow(
+      'Invalid configuration: INGEST_MAX_INFLIGHT_BYTES must be at least INGEST_MAX_BYTES (8192), got 4096',
+    );
   });
 });

@@ -119,10 +119,15 @@ function handle(child, output, baseUrl) {
   };
 }
 
-/** Starts `node dist/src/main.js` against `databaseUrl` and waits for /healthz. */
+// The V8 heap cap that `npm start` gives the server (package.json `config.heapMb`).
+const HEAP_MB = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).config
+  .heapMb;
+
+/** Starts `node dist/src/main.js` as `npm start` does, against `databaseUrl`, and waits for /healthz. */
 export async function startServer({ dist, databaseUrl, env = {}, nodeArgs = [] }) {
   const port = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, `${dist}/src/main.js`], {
+  const args = [`--max-old-space-size=${HEAP_MB}`, ...nodeArgs, `${dist}/src/main.js`];
+  const child = spawn(process.execPath, args, {
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,

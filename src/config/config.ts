@@ -28,6 +28,8 @@ export interface AppConfig {
   ingestMaxEvents: number;
   ingestMaxBytes: number;
   ingestMaxEventBytes: number;
+  /** Decoded ingest body bytes held at once per instance; past it, new bodies get 503. */
+  ingestMaxInflightBytes: number;
   ingestMaxEventAgeDays: number;
   /** Ingest statements running at once per instance (group commit); at most the pool size. */
   ingestWriteConcurrency: number;
@@ -124,6 +126,13 @@ export function loadConfig(env: Env): AppConfig {
       `must be greater than INGEST_MAX_EVENT_AGE_DAYS (${config.ingestMaxEventAgeDays}), got ${config.eventRetentionDays}`,
     );
   }
+  // A body the budget could never hold would be refused forever.
+  if (config.ingestMaxInflightBytes < config.ingestMaxBytes) {
+    throw new ConfigError(
+      'INGEST_MAX_INFLIGHT_BYTES',
+      `must be at least INGEST_MAX_BYTES (${config.ingestMaxBytes}), got ${config.ingestMaxInflightBytes}`,
+    );
+  }
   // Each running ingest statement holds a pooled connection; the rest serve reads and checks.
   if (config.ingestWriteConcurrency > config.databasePoolSize) {
     throw new ConfigError(
@@ -164,6 +173,7 @@ function readConfig(env: Env): AppConfig {
     ingestMaxEvents: int(env, 'INGEST_MAX_EVENTS', 1000, 1, 100_000),
     ingestMaxBytes: int(env, 'INGEST_MAX_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     ingestMaxEventBytes: int(env, 'INGEST_MAX_EVENT_BYTES', 32_768, 256, 1_048_576),
+    ingestMaxInflightBytes: int(env, 'INGEST_MAX_INFLIGHT_BYTES', 32 * 1_048_576, 1024, 4096 * 1_048_576),
     ingestMaxEventAgeDays: int(env, 'INGEST_MAX_EVENT_AGE_DAYS', 7, 1, 365),
     ingestWriteConcurrency: int(env, 'INGEST_WRITE_CONCURRENCY', 4, 1, 200),
     ingestWriteMaxEvents: int(env, 'INGEST_WRITE_MAX_EVENTS', 1000, 1, 100_000),

@@ -19,6 +19,9 @@ type Encoding = 'identity' | 'gzip';
 // body can be slightly larger than its decoded size.
 const GZIP_SLACK_BYTES = 64 * 1024;
 
+// Bodies in flight drain within a few hundred milliseconds under load.
+const OVERLOAD_RETRY_AFTER_SECONDS = 1;
+
 function hasBom(b: Buffer): boolean {
   return b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
 }
@@ -51,7 +54,29 @@ function encodingOf(header: string | undefined): Encoding | null {
  */
 @Injectable()
 export class IngestBodyReader {
+  /** Decoded body bytes of the requests not yet answered, on this instance. */
+  private inFlight = 0;
+
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  /**
+   * Counts a request's decoded bytes against INGEST_MAX_INFLIGHT_BYTES until its response is
+   * over. Parsed events take several times their JSON size in memory, so this bounds the memory
+   * that a burst of large batches can take; past the budget, new bodies get 503 and Retry-After.
+   * Returns `take(bytes)`, false once the budget is exceeded.
+   */
+  private account(req: Request): (bytes: number) => boolean {
+    let held = 0;
+    req.res?.once('close', () => {
+      this.inFlight -= held;
+      held = 0;
+    });
+    return (bytes) => {
+      held += bytes;
+      this.inFlight += bytes;
+      return this.inFlight <= this.config.ingestMaxInflightBytes;
+    };
+  }
 
   async read(req: Request): Promise<IngestBody> {
     if (!mediaTypeOk(req.headers['content-type'])) {
@@ -79,7 +104,7 @@ export class IngestBodyReader {
         { Connection: 'close' },
       );
     }
-    const buffer = await this.collect(req, encoding, limit, rawLimit);
+    const buffer = await this.collect(req, encoding, limit, rawLimit, this.account(req));
     if (!isUtf8(buffer)) throw new AppError(400, 'invalid_json', 'The body is not valid UTF-8.');
     // A byte order mark is tolerated, as JSON parsers commonly do.
     const text = buffer.toString('utf8', hasBom(buffer) ? 3 : 0);
@@ -90,7 +115,13 @@ export class IngestBodyReader {
     }
   }
 
-  private collect(req: Request, encoding: Encoding, limit: number, rawLimit: number): Promise<Buffer> {
+  private collect(
+    req: Request,
+    encoding: Encoding,
+    limit: number,
+    rawLimit: number,
+    take: (bytes: number) => boolean,
+  ): Promise<Buffer> {
     return new Promise<Buffer>((resolve, reject) => {
       const chunks: Buffer[] = [];
       let decoded = 0;
@@ -130,6 +161,16 @@ export class IngestBodyReader {
         if (settled) return;
         decoded += chunk.length;
         if (decoded > limit) return tooLarge(decoded);
+        if (!take(chunk.length)) {
+          return fail(
+            new AppError(
+              503,
+              'service_unavailable',
+              'The server holds as many ingest bodies as it may at once; nothing was stored. Retry after Retry-After.',
+              { headers: { 'Retry-After': String(OVERLOAD_RETRY_AFTER_SECONDS) } },
+            ),
+          );
+        }
         chunks.push(chunk);
       };
       const onDone = () => {

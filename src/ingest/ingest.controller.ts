@@ -56,9 +56,12 @@ export class IngestController {
   @ApiProblemResponse(429, 'Request or event rate of the key exceeded, or too many 401s; nothing stored.', [
     'Retry-After',
   ])
-  @ApiProblemResponse(503, 'The database is unavailable; nothing stored. Retry after Retry-After.', [
-    'Retry-After',
-  ])
+  @ApiProblemResponse(
+    503,
+    'The database is unavailable, or the instance already holds INGEST_MAX_INFLIGHT_BYTES of ingest ' +
+      'bodies; nothing stored. Retry after Retry-After.',
+    ['Retry-After'],
+  )
   async ingest(@Req() req: Request): Promise<IngestResult> {
     // The body is read here, after the guards, never by a global parser.
     const body = await this.reader.read(req);
