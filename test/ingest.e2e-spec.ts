@@ -155,34 +155,32 @@ describe('POST /api/ingest (decisions §4)', () => {
       expect(row.payload).toEqual(JSON.parse('{"__proto__":"x","constructor":1,"toString":true}'));
     });
 
-    it('stores text exactly as sent: quotes, backslashes, braces, commas, emoji and "NULL"', async () => {
-      const tenant = await makeTenant(t.app);
-      const tricky = [
-        'say "hi"',
-        'back\\slash\\',
-        '{a,b}',
-        'NULL',
-        'null',
-        ' ',
-        'é😀',
-        "it's",
-        '\\"',
-        'a\tb',
-      ];
-      const events = tricky.map((s, i) => ({
-        eventName: `n${i}${s.replace(/\t/g, ' ')}`,
-        sessionId: s,
-        platform: s,
-        payload: { [s]: s, q: `"${s}"` },
-      }));
-      const res = await post(tenant.liveKey, { events });
-      expect(res.body).toMatchObject({ accepted: tricky.length, rejected: 0 });
-      const rows = await stored(tenant);
-      expect(rows.map((r) => [r.session_id, r.platform, r.payload])).toEqual(
-        tricky.map((s) => [s, s, { [s]: s, q: `"${s}"` }]),
-      );
-      expect(rows.map((r) => r.event_name)).toEqual(events.map((e) => e.eventName));
-    });
+    // Array literals are built two ways: from JSON when no value needs a control-character
+    // escape, element by element when one does (the tab; a backslash before b, f, n, r, t or u
+    // takes the same path). Both must store text exactly.
+    const TRICKY = ['say "hi"', 'back\\slash\\', '{a,b}', 'NULL', 'null', ' ', 'é😀', "it's", '\\"'];
+    it.each([
+      ['with no control characters', TRICKY],
+      ['with a control character in every column', [...TRICKY, 'a\\b', '\\u0041', 'a\tb']],
+    ])(
+      'stores text exactly as sent: quotes, backslashes, braces, commas, emoji and "NULL" (%s)',
+      async (_, tricky) => {
+        const tenant = await makeTenant(t.app);
+        const events = tricky.map((s, i) => ({
+          eventName: `n${i}${s.replace(/\t/g, ' ')}`,
+          sessionId: s,
+          platform: s,
+          payload: { [s]: s, q: `"${s}"` },
+        }));
+        const res = await post(tenant.liveKey, { events });
+        expect(res.body).toMatchObject({ accepted: tricky.length, rejected: 0 });
+        const rows = await stored(tenant);
+        expect(rows.map((r) => [r.session_id, r.platform, r.payload])).toEqual(
+          tricky.map((s) => [s, s, { [s]: s, q: `"${s}"` }]),
+        );
+        expect(rows.map((r) => r.event_name)).toEqual(events.map((e) => e.eventName));
+      },
+    );
 
     it('answers 200 when every event is rejected, and stores nothing', async () => {
       const tenant = await makeTenant(t.app);

@@ -56,8 +56,13 @@ SELECT i.n::int AS n FROM input i
  WHERE i.event_id IS NOT NULL
    AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.app_id = i.app_id AND f.event_id = i.event_id)`;
 
-// node-pg would serialise JS arrays itself, with two regex passes per element; these build the
-// same array literals in one pass, escaping only the elements that need it.
+// node-pg would serialise JS arrays itself, with two regex passes per element. These build the
+// same PostgreSQL array literals with the engine's JSON.stringify: for strings it escapes `"` and
+// `\` exactly as an array literal needs, and its `null` reads as NULL. It also writes control
+// characters and lone surrogates as escapes (`\n`, `\u0001`) that an array literal would read
+// differently, so a column whose JSON holds one is built element by element instead. Numbers are
+// finite (the validator's rule), so JSON prints them in a form PostgreSQL reads back exactly.
+const JSON_ONLY_ESCAPE = /\\[bfnrtu]/;
 const NEEDS_ESCAPE = /["\\]/;
 const ESCAPE = /["\\]/g;
 
@@ -65,18 +70,18 @@ function quote(s: string): string {
   return '"' + (NEEDS_ESCAPE.test(s) ? s.replace(ESCAPE, '\\$&') : s) + '"';
 }
 
-function literal<T>(rows: Row[], pick: (r: Row) => T, format: (v: NonNullable<T>) => string): string {
-  let out = '{';
-  for (let i = 0; i < rows.length; i++) {
-    if (i > 0) out += ',';
-    const v = pick(rows[i]);
-    out += v === null || v === undefined ? 'NULL' : format(v as NonNullable<T>);
-  }
-  return out + '}';
+function arrayLiteral(values: (string | number | boolean | null)[]): string {
+  const json = JSON.stringify(values);
+  if (!JSON_ONLY_ESCAPE.test(json)) return '{' + json.slice(1, -1) + '}';
+  return (
+    '{' +
+    values.map((v) => (v === null ? 'NULL' : typeof v === 'string' ? quote(v) : String(v))).join(',') +
+    '}'
+  );
 }
 
-const text = (rows: Row[], pick: (r: Row) => string | null) => literal(rows, pick, quote);
-const num = (rows: Row[], pick: (r: Row) => number | null) => literal(rows, pick, String);
+const column = (rows: Row[], pick: (r: Row) => string | number | boolean | null) =>
+  arrayLiteral(rows.map(pick));
 
 // Prepared once per connection, so PostgreSQL plans this large statement once rather than on
 // every batch. Bump the suffix whenever the statement's text changes.
@@ -136,28 +141,24 @@ export class IngestRepository {
     if (rows.length === 0) return duplicates;
 
     const values = [
-      literal(rows, (r) => r.appId, String),
-      num(rows, (r) => r.receivedAt),
-      text(rows, (r) => r.event.eventId),
-      num(rows, (r) => r.event.ts),
-      num(rows, (r) => r.event.eventTime),
-      text(rows, (r) => r.event.eventName),
-      text(rows, (r) => r.event.anonymousUserId),
-      text(rows, (r) => r.event.sessionId),
-      literal(
-        rows,
-        (r) => r.event.isTestMode,
-        (v) => (v ? 't' : 'f'),
-      ),
-      text(rows, (r) => r.event.platform),
-      text(rows, (r) => r.event.appVersion),
-      text(rows, (r) => r.event.buildNumber),
-      text(rows, (r) => r.event.osVersion),
-      text(rows, (r) => r.event.deviceModel),
-      text(rows, (r) => r.event.locale),
-      text(rows, (r) => r.event.timezone),
-      num(rows, (r) => r.event.floatValue),
-      text(rows, (r) => (r.event.payload === null ? null : JSON.stringify(r.event.payload))),
+      column(rows, (r) => r.appId),
+      column(rows, (r) => r.receivedAt),
+      column(rows, (r) => r.event.eventId),
+      column(rows, (r) => r.event.ts),
+      column(rows, (r) => r.event.eventTime),
+      column(rows, (r) => r.event.eventName),
+      column(rows, (r) => r.event.anonymousUserId),
+      column(rows, (r) => r.event.sessionId),
+      column(rows, (r) => r.event.isTestMode),
+      column(rows, (r) => r.event.platform),
+      column(rows, (r) => r.event.appVersion),
+      column(rows, (r) => r.event.buildNumber),
+      column(rows, (r) => r.event.osVersion),
+      column(rows, (r) => r.event.deviceModel),
+      column(rows, (r) => r.event.locale),
+      column(rows, (r) => r.event.timezone),
+      column(rows, (r) => r.event.floatValue),
+      column(rows, (r) => (r.event.payload === null ? null : JSON.stringify(r.event.payload))),
       dedupWindowMs,
     ];
     // The driver's client is used directly for its named (prepared) statements; TypeORM's
