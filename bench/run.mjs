@@ -243,7 +243,8 @@ async function ingestRun(
   const c = result.cpuUsPerEvent;
   log(
     `${name}: ${Math.round(result.eventsPerSec ?? 0)} events/s, p50 ${result.latencyMs.p50} ms, p99 ${result.latencyMs.p99} ms; ` +
-      `CPU µs/event: server ${c.server}, postgres ${c.postgres}, load generator ${c.loadGenerator}`,
+      `CPU µs/event: server ${c.server}, postgres ${c.postgres}, load generator ${c.loadGenerator}; ` +
+      `server peak RSS so far ${Math.round(server.memory().sampledPeak / 1048576)} MB`,
   );
   return result;
 }
@@ -343,30 +344,37 @@ async function ingestPhase(dist, cluster, results) {
         'no IngestRepository in the build',
       );
     } else {
+      // Group commit makes the service write statements of up to INGEST_WRITE_MAX_EVENTS (1,000)
+      // rows under load, so the ceiling is measured at both statement sizes and the higher one
+      // counts: the ratio never flatters the service.
       const [ceilingApp] = await insertApps(db, 1, 'bench-db-ceiling');
-      const before = await countEvents(db, ceilingApp);
-      const ceiling = await dbCeiling({
-        url,
-        appId: ceilingApp,
-        connections: 4,
-        seconds: PLAN.dbCeilingSeconds,
-        batchSize: 100,
-        write,
-      });
-      const delta = (await countEvents(db, ceilingApp)) - before;
-      check(
-        'db ceiling: rows stored == rows written',
-        delta === ceiling.rows,
-        `rows Δ ${delta}, written ${ceiling.rows}`,
-      );
-      const { latencies, ...rest } = ceiling;
+      const runs = [];
+      for (const batchSize of [100, 1000]) {
+        const before = await countEvents(db, ceilingApp);
+        const ceiling = await dbCeiling({
+          url,
+          appId: ceilingApp,
+          connections: 4,
+          seconds: PLAN.dbCeilingSeconds / 2,
+          batchSize,
+          write,
+        });
+        const delta = (await countEvents(db, ceilingApp)) - before;
+        check(
+          `db ceiling ${batchSize}-row statements: rows stored == rows written`,
+          delta === ceiling.rows,
+          `rows Δ ${delta}, written ${ceiling.rows}`,
+        );
+        const { latencies, ...rest } = ceiling;
+        runs.push({ ...rest, batchLatencyMs: percentiles(latencies) });
+        log(`db ceiling, ${batchSize}-row statements: ${Math.round(ceiling.rowsPerSec)} rows/s`);
+      }
+      const best = runs.reduce((a, b) => (b.rowsPerSec > a.rowsPerSec ? b : a));
       results.dbCeiling = {
-        ...rest,
-        method:
-          'IngestRepository.insertBatches (one INSERT … SELECT FROM unnest(…) statement per 100-row batch)',
-        batchLatencyMs: percentiles(latencies),
+        ...best,
+        method: 'IngestRepository.insertBatches (one INSERT … SELECT FROM unnest(…) statement per batch)',
+        runs,
       };
-      log(`db ceiling: ${Math.round(ceiling.rowsPerSec)} rows/s`);
     }
   } finally {
     await db.end();

@@ -177,12 +177,13 @@ export function renderSummary(results) {
     ),
   );
   if (results.dbCeiling) {
-    const d = results.dbCeiling;
     out.push('');
-    out.push(
-      `DB ceiling (${d.connections} connections, ${d.batchSize}-row batches): ${fmt(d.rowsPerSec)} rows/s, ` +
-        `batch p50 ${fmt(d.batchLatencyMs?.p50, 1)} ms, p99 ${fmt(d.batchLatencyMs?.p99, 1)} ms`,
-    );
+    for (const d of results.dbCeiling.runs ?? [results.dbCeiling]) {
+      out.push(
+        `DB ceiling (${d.connections} connections, ${d.batchSize}-row statements): ${fmt(d.rowsPerSec)} rows/s, ` +
+          `statement p50 ${fmt(d.batchLatencyMs?.p50, 1)} ms, p99 ${fmt(d.batchLatencyMs?.p99, 1)} ms`,
+      );
+    }
   }
   if (results.ratios) {
     out.push(
