@@ -66,8 +66,12 @@ export class IngestBodyReader {
    * Returns `take(bytes)`, false once the budget is exceeded.
    */
   private account(req: Request): (bytes: number) => boolean {
+    const res = req.res;
+    // Already over (the client left during the guards): nothing would give the bytes back, and
+    // the read fails anyway.
+    if (!res || res.closed) return () => true;
     let held = 0;
-    req.res?.once('close', () => {
+    res.once('close', () => {
       this.inFlight -= held;
       held = 0;
     });
