@@ -179,11 +179,14 @@ async function ingestRun(
   }
   const before = await countEvents(db, tenant.appId);
   const dedupBefore = await countDedup(db, tenant.appId);
-  const cpu = () => ({
-    server: cpuSecondsOf(server.pid),
-    postgres: clusterCpuSeconds(pgDir),
-    loadGenerator: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
-  });
+  const cpu = () => {
+    const own = process.cpuUsage();
+    return {
+      server: cpuSecondsOf(server.pid),
+      postgres: clusterCpuSeconds(pgDir),
+      loadGenerator: (own.user + own.system) / 1e6,
+    };
+  };
   const cpuBefore = cpu();
   const result = await runLoad({
     url: `${server.baseUrl}/api/ingest`,
@@ -205,16 +208,14 @@ async function ingestRun(
   result.rows = { before, after, delta: after - before, dedupDelta: dedupAfter - dedupBefore };
   const t = result.totals;
   // Where the 2 cores went: CPU microseconds per accepted event, by process.
-  const perEvent = (k) => Math.round(((cpuAfter[k] - cpuBefore[k]) / Math.max(1, t.accepted)) * 1e7) / 10;
+  const perEvent = (seconds) => Math.round((seconds / Math.max(1, t.accepted)) * 1e7) / 10;
+  const spent = (k) => cpuAfter[k] - cpuBefore[k];
   result.cpuUsPerEvent = {
-    server: perEvent('server'),
-    postgres: perEvent('postgres'),
-    loadGenerator: perEvent('loadGenerator'),
+    server: perEvent(spent('server')),
+    postgres: perEvent(spent('postgres')),
+    loadGenerator: perEvent(spent('loadGenerator')),
+    total: perEvent(spent('server') + spent('postgres') + spent('loadGenerator')),
   };
-  result.cpuUsPerEvent.total =
-    Math.round(
-      (result.cpuUsPerEvent.server + result.cpuUsPerEvent.postgres + result.cpuUsPerEvent.loadGenerator) * 10,
-    ) / 10;
   check(
     `${name}: no errors`,
     result.errors + result.timeouts + result.non2xx + result.badBodies === 0,

@@ -24,15 +24,23 @@ export function memoryOf(pid) {
 
 const TICKS_PER_SECOND = 100;
 
-/** CPU seconds (user + system) a process has used so far, from /proc (Linux); 0 once it is gone. */
-export function cpuSecondsOf(pid) {
+/** A process's parent and the CPU seconds (user + system) it has used, from /proc (Linux); null once gone. */
+function statOf(pid) {
   try {
-    // Fields after the command name, which may itself hold spaces: state is field 3, utime 14, stime 15.
+    // Fields after the command name, which may itself hold spaces: ppid is field 4, utime 14, stime 15.
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+    return {
+      ppid: Number(fields[1]),
+      cpuSeconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND,
+    };
   } catch {
-    return 0;
+    return null;
   }
+}
+
+/** CPU seconds (user + system) a process has used so far; 0 once it is gone. */
+export function cpuSecondsOf(pid) {
+  return statOf(pid)?.cpuSeconds ?? 0;
 }
 
 /**
@@ -50,13 +58,8 @@ export function clusterCpuSeconds(dataDir) {
   let total = cpuSecondsOf(postmaster);
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    try {
-      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
-      if (Number(fields[1]) === postmaster)
-        total += (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-    } catch {
-      /* exited meanwhile */
-    }
+    const stat = statOf(entry);
+    if (stat?.ppid === postmaster) total += stat.cpuSeconds;
   }
   return total;
 }

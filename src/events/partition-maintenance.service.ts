@@ -1,4 +1,5 @@
 import { DAY_MS } from '@app/common/time';
+import { dedupWindowMs } from '@app/ingest/ingest.limits';
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
@@ -44,9 +45,7 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap {
   ): Promise<{ created: number; dropped: string[]; dedupExpired: number; indexed: string[] }> {
     const created = await this.ensurePartitions(now);
     const dropped = await this.dropExpired(now);
-    const dedupExpired = await this.partitions.expireDedup(
-      new Date(now - this.config.ingestMaxEventAgeDays * DAY_MS),
-    );
+    const dedupExpired = await this.partitions.expireDedup(new Date(now - dedupWindowMs(this.config)));
     const indexed = await this.indexEndedDays(now);
     return { created, dropped, dedupExpired, indexed };
   }

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { isTransientDatabaseError } from '@app/database/transient-error';
 import { MetricsService } from '@app/ops/metrics.service';
-import { DAY_MS } from './ingest.limits';
+import { dedupWindowMs } from './ingest.limits';
 import { IngestRepository, WriteBatch } from './ingest.repository';
 
 interface Pending extends WriteBatch {
@@ -29,7 +29,7 @@ export class IngestWriter {
     private readonly repository: IngestRepository,
     private readonly metrics: MetricsService,
   ) {
-    this.dedupWindowMs = config.ingestMaxEventAgeDays * DAY_MS;
+    this.dedupWindowMs = dedupWindowMs(config);
   }
 
   /** Stores `batch` durably; resolves with the positions in `batch.events` that were duplicates. */

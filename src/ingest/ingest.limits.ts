@@ -1,3 +1,5 @@
+import { DAY_MS } from '@app/common/time';
+
 /** Field limits of an event (decisions §4). Lengths count Unicode code points. */
 export const EVENT_LIMITS = {
   eventNameMax: 200,
@@ -15,7 +17,6 @@ export const FUTURE_TOLERANCE_MS = 10 * 60_000;
 /** The response lists at most this many errors, and this many warnings, per event. */
 export const MAX_ISSUES_PER_EVENT = 10;
 
-export { DAY_MS } from '@app/common/time';
 export const REDACTED = '[redacted]';
 
 /**
@@ -25,4 +26,12 @@ export const REDACTED = '[redacted]';
  */
 export function maxEventsPerRequest(config: { ingestMaxEvents: number; ingestRateEvents: number }): number {
   return Math.min(config.ingestMaxEvents, config.ingestRateEvents);
+}
+
+/**
+ * The dedup window, which is also the age past which an event is refused (`event_too_old`):
+ * INGEST_MAX_EVENT_AGE_DAYS, in milliseconds.
+ */
+export function dedupWindowMs(config: { ingestMaxEventAgeDays: number }): number {
+  return config.ingestMaxEventAgeDays * DAY_MS;
 }

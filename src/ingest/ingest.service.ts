@@ -8,7 +8,7 @@ import { MetricsService } from '@app/ops/metrics.service';
 import { EventValidator } from './event-validator';
 import type { IngestBody } from './ingest-body.reader';
 import { batchTooLarge } from './ingest-errors';
-import { CLOCK_SKEW_TOLERANCE_MS, DAY_MS, maxEventsPerRequest } from './ingest.limits';
+import { CLOCK_SKEW_TOLERANCE_MS, dedupWindowMs, maxEventsPerRequest } from './ingest.limits';
 import { IngestWriter } from './ingest-writer';
 import type { AcceptedEvent, IngestResult } from './ingest.types';
 import { pseudonymise } from './pii';
@@ -104,7 +104,7 @@ export class IngestService {
     const validator = new EventValidator({
       receivedAt,
       skewMs: Math.abs(skew) > CLOCK_SKEW_TOLERANCE_MS ? skew : 0,
-      oldestTs: receivedAt - this.config.ingestMaxEventAgeDays * DAY_MS,
+      oldestTs: receivedAt - dedupWindowMs(this.config),
       maxEventBytes: this.config.ingestMaxEventBytes,
       piiPolicy: this.config.piiPolicy,
       forceTestMode: testMode,

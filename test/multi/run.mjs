@@ -8,18 +8,14 @@
 // (c) a key revoked through the CLI stops working on both within 30 s. Creates a fresh database
 // and a unique Redis key prefix, and removes both at the end. Prints `N passed, M failed` and
 // exits non-zero on any failure.
-import { spawn, execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import Redis from 'ioredis';
-import { freePort } from '../support/free-port.mjs';
+import { cli, freePort, http, ingest, makeTenant, ROOT, sleep } from '../reliability/harness.mjs';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MAIN = path.join(ROOT, 'dist', 'src', 'main.js');
-const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
 const ADMIN_URL = process.env.MULTI_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.MULTI_REDIS_URL ?? 'redis://127.0.0.1:6379';
 // The advisory lock id the rollup computation takes (src/rollups/rollup-computation.repository.ts).
@@ -27,8 +23,6 @@ const ROLLUP_LOCK_ID = 7_310_002;
 const RATE_LIMIT = 10;
 const REVOCATION_BOUND_MS = 30_000;
 
-const run = promisify(execFile);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const suffix = randomUUID().replace(/-/g, '').slice(0, 10);
 const dbName = `tally_multi_${suffix}`;
 const redisPrefix = `tally-multi-${suffix}:`;
@@ -89,28 +83,10 @@ function startInstance(name, port) {
   return { name, port, child, exited, ready, base: `http://127.0.0.1:${port}`, output: () => output };
 }
 
-async function cli(...args) {
-  const { stdout } = await run(process.execPath, [CLI, ...args, '--json'], {
-    env: { ...env, ROLLUPS_ENABLED: 'false', LOG_LEVEL: 'silent' },
-    timeout: 60_000,
-  });
-  return JSON.parse(stdout);
-}
-
-async function ingest(instance, key, events) {
-  const res = await fetch(`${instance.base}/api/ingest`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ events }),
-  });
-  return { status: res.status, body: await res.json().catch(() => null) };
-}
-
-async function readRollups(instance, apiKey, appId) {
-  const res = await fetch(`${instance.base}/api/v1/rollups?appId=${appId}`, {
+function readRollups(instance, apiKey, appId) {
+  return http(instance.base, `/api/v1/rollups?appId=${appId}`, {
     headers: { Authorization: `Bearer ${apiKey}` },
   });
-  return { status: res.status, body: await res.json().catch(() => null) };
 }
 
 /** The rollup rows the read API must return for `events`, all sent today and in live mode. */
@@ -173,25 +149,13 @@ async function main() {
     check('two instances start together on a fresh database', true, `ports ${a.port}, ${b.port}`);
     await db.connect();
 
-    const app = await cli('apps', 'create', '--name', 'multi-instance');
-    const probeApp = await cli('apps', 'create', '--name', 'multi-instance-limit');
-    const limited = await cli('keys', 'create-ingest', '--app', probeApp.id);
-    const feeder = await cli('keys', 'create-ingest', '--app', app.id);
-    const reader = await cli(
-      'keys',
-      'create-api',
-      '--app',
-      app.id,
-      '--scope',
-      'events:read',
-      '--scope',
-      'rollups:read',
-    );
+    const tenant = await makeTenant(databaseUrl, 'multi-instance');
+    const probe = await makeTenant(databaseUrl, 'multi-instance-limit');
 
     // (a) One per-key limit across both instances.
     const statuses = [];
     for (let i = 0; i < RATE_LIMIT * 2; i++) {
-      const { status } = await ingest(instances[i % 2], limited.key, [{ eventName: 'Limit.probe' }]);
+      const { status } = await ingest(instances[i % 2].base, probe.ingestKey, [{ eventName: 'Limit.probe' }]);
       statuses.push(status);
     }
     const accepted = statuses.filter((s) => s === 200).length;
@@ -216,7 +180,7 @@ async function main() {
         eventTime: Date.now(),
         ...(i % 4 === 0 ? { floatValue: (i % 7) + 0.5 } : {}),
       }));
-      const res = await ingest(instances[batch % 2], feeder.key, events);
+      const res = await ingest(instances[batch % 2].base, tenant.ingestKey, events);
       if (res.status === 200 && res.body?.accepted === events.length) sent.push(...events);
       else check(`ingest batch ${batch} on ${instances[batch % 2].name}`, false, JSON.stringify(res));
     }
@@ -226,7 +190,7 @@ async function main() {
       `${sent.length} acknowledged`,
     );
     await sleep(3_500);
-    const gated = await readRollups(a, reader.key, app.id);
+    const gated = await readRollups(a, tenant.apiKey, tenant.appId);
     check(
       'no rollup is computed while another session holds the advisory lock',
       gated.status === 200 && Array.isArray(gated.body) && gated.body.length === 0,
@@ -234,11 +198,11 @@ async function main() {
     );
     await db.query('SELECT pg_advisory_unlock($1)', [ROLLUP_LOCK_ID]);
 
-    const expected = expectedRollups(app.id, sent);
+    const expected = expectedRollups(tenant.appId, sent);
     let got = [];
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
-      got = comparable((await readRollups(a, reader.key, app.id)).body);
+      got = comparable((await readRollups(a, tenant.apiKey, tenant.appId)).body);
       if (same(got, expected)) break;
       await sleep(500);
     }
@@ -251,29 +215,29 @@ async function main() {
     );
     // Several more runs on both instances must not count anything twice.
     await sleep(3_500);
-    const fromA = comparable((await readRollups(a, reader.key, app.id)).body);
-    const fromB = comparable((await readRollups(b, reader.key, app.id)).body);
+    const fromA = comparable((await readRollups(a, tenant.apiKey, tenant.appId)).body);
+    const fromB = comparable((await readRollups(b, tenant.apiKey, tenant.appId)).body);
     check(
       'repeated runs on both instances never double count',
       same(fromA, expected) && same(fromB, expected),
     );
     const stored = await db.query(
       `SELECT count(*)::int AS n FROM rollups WHERE app_id = $1 AND event_name = ''`,
-      [app.id],
+      [tenant.appId],
     );
     check('one total row per day in the rollups table', stored.rows[0].n === 1, `${stored.rows[0].n} row(s)`);
 
     // (c) Revocation through the CLI reaches both instances within 30 s, caches included.
     for (const instance of instances) {
-      const res = await fetch(`${instance.base}/api/v1/events?appId=${app.id}&limit=1`, {
-        headers: { Authorization: `Bearer ${reader.key}` },
+      const res = await fetch(`${instance.base}/api/v1/events?appId=${tenant.appId}&limit=1`, {
+        headers: { Authorization: `Bearer ${tenant.apiKey}` },
       });
       if (res.status !== 200)
         check(`API key works on ${instance.name} before revocation`, false, `${res.status}`);
     }
-    const revoked = await cli('keys', 'revoke', reader.id);
+    const revoked = await cli(databaseUrl, ['keys', 'revoke', tenant.apiKeyId]);
     const revokedAt = Date.now();
-    check('the CLI revokes the key', revoked.id === reader.id && typeof revoked.revokedAt === 'string');
+    check('the CLI revokes the key', revoked.id === tenant.apiKeyId && typeof revoked.revokedAt === 'string');
     const stoppedAfter = {};
     while (
       Object.keys(stoppedAfter).length < instances.length &&
@@ -281,8 +245,8 @@ async function main() {
     ) {
       for (const instance of instances) {
         if (stoppedAfter[instance.name] !== undefined) continue;
-        const res = await fetch(`${instance.base}/api/v1/events?appId=${app.id}&limit=1`, {
-          headers: { Authorization: `Bearer ${reader.key}` },
+        const res = await fetch(`${instance.base}/api/v1/events?appId=${tenant.appId}&limit=1`, {
+          headers: { Authorization: `Bearer ${tenant.apiKey}` },
         });
         const body = await res.json().catch(() => null);
         if (res.status === 401 && body?.code === 'invalid_key')

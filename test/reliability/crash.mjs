@@ -19,6 +19,7 @@ import {
   startDatabase,
   startServer,
   storedCounts,
+  runScript,
 } from './harness.mjs';
 
 const { values } = parseArgs({
@@ -192,11 +193,4 @@ async function main() {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err) => {
-    process.stderr.write(`crash test aborted: ${err instanceof Error ? (err.stack ?? err.message) : err}\n`);
-    process.stdout.write('0 passed, 1 failed\n');
-    process.exit(1);
-  },
-);
+runScript('crash test', main);

@@ -73,7 +73,7 @@ export function cli(databaseUrl, args) {
   });
 }
 
-/** An app with a live ingest key and an API key that has both read scopes. */
+/** An app with a live ingest key and an API key (and its id) that has both read scopes. */
 export async function makeTenant(databaseUrl, name) {
   const app = await cli(databaseUrl, ['apps', 'create', '--name', name]);
   const ingest = await cli(databaseUrl, ['keys', 'create-ingest', '--app', app.id]);
@@ -87,7 +87,7 @@ export async function makeTenant(databaseUrl, name) {
     '--scope',
     'rollups:read',
   ]);
-  return { appId: app.id, ingestKey: ingest.key, apiKey: api.key };
+  return { appId: app.id, ingestKey: ingest.key, apiKey: api.key, apiKeyId: api.id };
 }
 
 /** Limits high enough that the load of these scripts is never throttled. */
@@ -262,4 +262,19 @@ export function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[i];
+}
+
+/**
+ * Runs a reliability script's `main` (which resolves with its exit code) and exits with it. An
+ * exception aborts the run as one failed check, in the "N passed, M failed" line CI reads.
+ */
+export function runScript(name, main) {
+  main().then(
+    (code) => process.exit(code),
+    (err) => {
+      process.stderr.write(`${name} aborted: ${err instanceof Error ? (err.stack ?? err.message) : err}\n`);
+      process.stdout.write('0 passed, 1 failed\n');
+      process.exit(1);
+    },
+  );
 }

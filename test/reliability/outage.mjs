@@ -16,6 +16,7 @@ import {
   startDatabase,
   startServer,
   storedCounts,
+  runScript,
 } from './harness.mjs';
 
 const ANSWER_BOUND_MS = 6_000;
@@ -204,11 +205,4 @@ async function main() {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err) => {
-    process.stderr.write(`outage test aborted: ${err instanceof Error ? (err.stack ?? err.message) : err}\n`);
-    process.stdout.write('0 passed, 1 failed\n');
-    process.exit(1);
-  },
-);
+runScript('outage test', main);
