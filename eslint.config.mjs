@@ -2,8 +2,62 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 
+/**
+ * Module boundaries (drawn in docs/architecture.md). Each folder of src/ lists the folders it
+ * may import; an import of any other folder of src/ fails lint. Imports go through `@app/…`,
+ * so a relative `../` import is refused everywhere in src/.
+ */
+const SRC_FOLDERS = [
+  'config',
+  'common',
+  'database',
+  'auth',
+  'ingest',
+  'events',
+  'rollups',
+  'storage',
+  'ops',
+  'cli',
+];
+const FOUNDATION = ['config', 'common', 'database'];
+const ALLOWED_IMPORTS = {
+  config: [],
+  common: ['config', 'database'],
+  database: ['config'],
+  auth: FOUNDATION,
+  ingest: [...FOUNDATION, 'auth'],
+  events: [...FOUNDATION, 'auth'],
+  rollups: [...FOUNDATION, 'auth'],
+  storage: FOUNDATION,
+  ops: FOUNDATION,
+  cli: [...FOUNDATION, 'auth', 'rollups'],
+};
+
+function boundaryRules(folder) {
+  const forbidden = SRC_FOLDERS.filter((f) => f !== folder && !ALLOWED_IMPORTS[folder].includes(f));
+  return {
+    files: [`src/${folder}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['../*'], message: 'Import through the @app/ alias.' },
+            {
+              group: forbidden.map((f) => `@app/${f}/*`),
+              message: `src/${folder} may import only ${['its own files', ...ALLOWED_IMPORTS[folder]].join(', ')} (docs/architecture.md).`,
+            },
+          ],
+        },
+      ],
+    },
+  };
+}
+
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.data/**', 'bench/results/**', 'bench/.cache/**'] },
+  {
+    ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.data/**', 'bench/results/**', 'bench/.cache/**'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   prettier,
@@ -32,11 +86,15 @@ export default tseslint.config(
     },
   },
   { files: ['**/*.mjs'], rules: { 'no-restricted-imports': 'off' } },
+  ...SRC_FOLDERS.map(boundaryRules),
   {
     files: ['src/**/*.ts'],
     ignores: ['src/config/**'],
     rules: {
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read configuration through src/config.' }],
+      'no-restricted-properties': [
+        'error',
+        { object: 'process', property: 'env', message: 'Read configuration through src/config.' },
+      ],
     },
   },
 );

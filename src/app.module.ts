@@ -4,13 +4,13 @@ import { ScheduleModule } from '@nestjs/schedule';
 import type { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
-import { RateLimitModule, RateLimitStoreModule } from './common/rate-limit/rate-limit.module';
 import { loggerOptions } from './common/logger';
 import { AuthModule } from './auth/auth.module';
 import { IngestModule } from './ingest/ingest.module';
 import { EventsModule } from './events/events.module';
 import { RollupsModule } from './rollups/rollups.module';
 import { OpsModule } from './ops/ops.module';
+import { StorageModule } from './storage/storage.module';
 
 @Module({})
 export class AppModule {
@@ -22,11 +22,10 @@ export class AppModule {
         LoggerModule.forRoot(loggerOptions(config)),
         DatabaseModule.forRoot(config),
         ScheduleModule.forRoot(),
-        RateLimitStoreModule,
-        RateLimitModule,
         AuthModule,
         IngestModule,
         EventsModule,
+        StorageModule,
         RollupsModule,
         OpsModule,
       ],

@@ -3,7 +3,7 @@ import { bearer, makeTenant } from './factories';
 import { startTestApp, TestApp } from './support/test-app';
 import { IngestWriter } from '@app/ingest/ingest-writer';
 import type { AcceptedEvent } from '@app/ingest/ingest.types';
-import { MetricsService } from '@app/ops/metrics.service';
+import { MetricsService } from '@app/common/metrics/metrics.service';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
 

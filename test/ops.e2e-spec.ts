@@ -2,7 +2,7 @@ import request from 'supertest';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
 import { DrainState } from '@app/ops/drain-state';
-import { MetricsService } from '@app/ops/metrics.service';
+import { MetricsService } from '@app/common/metrics/metrics.service';
 import { RollupsScheduler } from '@app/rollups/rollups.scheduler';
 import { READ_DATA_SOURCE } from '@app/database/database.module';
 import { bearer, makeTenant } from './factories';

@@ -1,6 +1,7 @@
 import request from 'supertest';
-import { PartitionMaintenanceService } from '@app/events/partition-maintenance.service';
-import { PartitionRepository } from '@app/events/partition.repository';
+import { PartitionMaintenanceService } from '@app/storage/partition-maintenance.service';
+import { PartitionRepository } from '@app/storage/partition.repository';
+import { DedupExpiryService } from '@app/ingest/dedup-expiry.service';
 import { bearer, makeTenant } from './factories';
 import { seedEvents } from './factories/events';
 import { startTestApp, TestApp } from './support/test-app';
@@ -111,8 +112,7 @@ describe('partitions and retention (decisions §8)', () => {
       `INSERT INTO event_dedup (app_id, event_id, seen_at) VALUES ($1, 'old', $2), ($1, 'recent', $3)`,
       [tenant.appId, new Date(now - 7 * DAY - 60_000), new Date(now - 6 * DAY)],
     );
-    const result = await maintenance.run(now);
-    expect(result.dedupExpired).toBeGreaterThanOrEqual(1);
+    expect(await t.app.get(DedupExpiryService).run(now)).toBeGreaterThanOrEqual(1);
     const rows = (await t.db.query(`SELECT event_id FROM event_dedup WHERE app_id = $1`, [tenant.appId])) as {
       event_id: string;
     }[];

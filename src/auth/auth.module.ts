@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { RateLimitStoreModule } from '@app/common/rate-limit/rate-limit.module';
 import { AppEntity } from './app.entity';
 import { KeyEntity } from './key.entity';
 import { AppRepository } from './app.repository';
@@ -13,7 +14,7 @@ import { ApiKeyGuard } from './api-key.guard';
 import { ScopeGuard } from './scope.guard';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([AppEntity, KeyEntity])],
+  imports: [TypeOrmModule.forFeature([AppEntity, KeyEntity]), RateLimitStoreModule],
   providers: [
     AppRepository,
     KeyRepository,

@@ -1,7 +1,5 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '@migrations/index';
-import { AppEntity } from '@app/auth/app.entity';
-import { KeyEntity } from '@app/auth/key.entity';
 
 export interface DataSourceSettings {
   url: string;
@@ -18,7 +16,9 @@ export function dataSourceOptions(settings: DataSourceSettings): DataSourceOptio
   return {
     type: 'postgres',
     url: settings.url,
-    entities: [AppEntity, KeyEntity],
+    // Entities come from the feature modules (TypeOrmModule.forFeature + autoLoadEntities);
+    // migrations and raw queries need none.
+    entities: [],
     migrations: MIGRATIONS,
     migrationsTableName: 'migrations',
     migrationsTransactionMode: 'each',

@@ -18,7 +18,7 @@ export class DatabaseModule {
     return {
       module: DatabaseModule,
       imports: [
-        TypeOrmModule.forRoot(dataSourceOptions(primary)),
+        TypeOrmModule.forRoot({ ...dataSourceOptions(primary), autoLoadEntities: true }),
         TypeOrmModule.forRoot({
           ...dataSourceOptions({
             ...primary,
@@ -26,6 +26,7 @@ export class DatabaseModule {
             applicationName: 'tally-read',
           }),
           name: READ_DATA_SOURCE,
+          autoLoadEntities: true,
         }),
       ],
       exports: [TypeOrmModule],

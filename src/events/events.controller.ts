@@ -6,12 +6,12 @@ import {
   ApiProblemResponse,
   ApiReadErrors,
   RATE_LIMIT_HEADERS,
-} from '@app/ops/openapi';
+} from '@app/common/openapi';
 import { SkipThrottle } from '@nestjs/throttler';
 import type { Response } from 'express';
 import { ApiKeyGuard } from '@app/auth/api-key.guard';
 import { RequireScope, ScopeGuard } from '@app/auth/scope.guard';
-import { KeyThrottlerGuard } from '@app/common/rate-limit/key-throttler.guard';
+import { KeyThrottlerGuard } from '@app/auth/key-throttler.guard';
 import { EventRecordDto } from './event-record.dto';
 import { EventsService } from './events.service';
 import { ListEventsQueryDto } from './list-events-query.dto';

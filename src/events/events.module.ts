@@ -1,15 +1,13 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '@app/auth/auth.module';
+import { RateLimitModule } from '@app/common/rate-limit/rate-limit.module';
 import { EventsController } from './events.controller';
 import { EventRepository } from './event.repository';
 import { EventsService } from './events.service';
-import { PartitionRepository } from './partition.repository';
-import { PartitionMaintenanceService } from './partition-maintenance.service';
 
 @Module({
-  imports: [AuthModule],
+  imports: [AuthModule, RateLimitModule],
   controllers: [EventsController],
-  providers: [EventRepository, EventsService, PartitionRepository, PartitionMaintenanceService],
-  exports: [PartitionMaintenanceService],
+  providers: [EventRepository, EventsService],
 })
 export class EventsModule {}

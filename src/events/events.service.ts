@@ -5,7 +5,7 @@ import { decodeCursor, encodeCursor } from './cursor';
 import { EventFilters, EventRepository, EventRow } from './event.repository';
 import type { EventRecordDto } from './event-record.dto';
 import { DEFAULT_LIMIT, ListEventsQueryDto } from './list-events-query.dto';
-import { parseInstant } from './time-params';
+import { parseInstant } from '@app/common/reads/time-params';
 
 export interface EventsPage {
   events: EventRecordDto[];

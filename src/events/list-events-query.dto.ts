@@ -1,10 +1,8 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
-import { IsInstant, HasNoControlCharacters } from './query-validators';
-import { AppIdParam, EventNameParam, TestModeParam, TestModeFilter } from './query-params';
-
-export type { TestModeFilter } from './query-params';
+import { IsInstant, HasNoControlCharacters } from '@app/common/reads/query-validators';
+import { AppIdParam, EventNameParam, TestModeParam, TestModeFilter } from '@app/common/reads/query-params';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { isTransientDatabaseError } from '@app/database/transient-error';
-import { MetricsService } from '@app/ops/metrics.service';
+import { MetricsService } from '@app/common/metrics/metrics.service';
 import { dedupWindowMs } from './ingest.limits';
 import { IngestRepository, WriteBatch } from './ingest.repository';
 

@@ -1,14 +1,25 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '@app/auth/auth.module';
+import { MetricsModule } from '@app/common/metrics/metrics.module';
+import { RateLimitModule, RateLimitStoreModule } from '@app/common/rate-limit/rate-limit.module';
 import { IngestController } from './ingest.controller';
 import { IngestBodyReader } from './ingest-body.reader';
 import { IngestRepository } from './ingest.repository';
 import { IngestService } from './ingest.service';
 import { IngestWriter } from './ingest-writer';
+import { DedupRepository } from './dedup.repository';
+import { DedupExpiryService } from './dedup-expiry.service';
 
 @Module({
-  imports: [AuthModule],
+  imports: [AuthModule, RateLimitModule, RateLimitStoreModule, MetricsModule],
   controllers: [IngestController],
-  providers: [IngestBodyReader, IngestService, IngestWriter, IngestRepository],
+  providers: [
+    IngestBodyReader,
+    IngestService,
+    IngestWriter,
+    IngestRepository,
+    DedupRepository,
+    DedupExpiryService,
+  ],
 })
 export class IngestModule {}

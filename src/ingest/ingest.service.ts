@@ -4,7 +4,7 @@ import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppsService } from '@app/auth/apps.service';
 import type { RequestKey } from '@app/auth/authenticated-request';
 import { RateLimitStore } from '@app/common/rate-limit/rate-limit.store';
-import { MetricsService } from '@app/ops/metrics.service';
+import { MetricsService } from '@app/common/metrics/metrics.service';
 import { EventValidator } from './event-validator';
 import type { IngestBody } from './ingest-body.reader';
 import { batchTooLarge } from './ingest-errors';

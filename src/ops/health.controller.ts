@@ -1,6 +1,6 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { API_TAGS, ApiProblemResponse } from './openapi';
+import { API_TAGS, ApiProblemResponse } from '@app/common/openapi';
 import { Readiness, ReadinessService } from './readiness.service';
 
 const CHECK_SCHEMA = {

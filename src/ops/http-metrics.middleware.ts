@@ -1,6 +1,6 @@
 import { Injectable, NestMiddleware } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
-import { MetricsService } from './metrics.service';
+import { MetricsService } from '@app/common/metrics/metrics.service';
 import { DrainState } from './drain-state';
 
 // Requests that matched no route are counted under one label, so that scanners probing random

@@ -1,8 +1,8 @@
 import { Controller, Get, Header, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { API_TAGS } from './openapi';
-import { MetricsService } from './metrics.service';
+import { API_TAGS } from '@app/common/openapi';
+import { MetricsService } from '@app/common/metrics/metrics.service';
 
 @ApiTags(API_TAGS.operations)
 @Controller('metrics')

@@ -1,10 +1,11 @@
-import { Global, MiddlewareConsumer, Module, NestModule, OnModuleInit } from '@nestjs/common';
+import { MiddlewareConsumer, Module, NestModule, OnModuleInit } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { READ_DATA_SOURCE } from '@app/database/database.module';
-import { MetricsModule } from './metrics.module';
-import { MetricsService, PoolStats } from './metrics.service';
+import { RateLimitStoreModule } from '@app/common/rate-limit/rate-limit.module';
+import { MetricsModule } from '@app/common/metrics/metrics.module';
+import { MetricsService, PoolStats } from '@app/common/metrics/metrics.service';
 import { DrainState } from './drain-state';
 import { HttpMetricsMiddleware } from './http-metrics.middleware';
 import { HealthController } from './health.controller';
@@ -17,12 +18,11 @@ function poolOf(dataSource: DataSource): () => PoolStats | undefined {
 }
 
 /** Health, readiness, metrics and the drain state used by graceful shutdown. */
-@Global()
 @Module({
-  imports: [MetricsModule, TerminusModule.forRoot({ errorLogStyle: 'json' })],
+  imports: [MetricsModule, RateLimitStoreModule, TerminusModule.forRoot({ errorLogStyle: 'json' })],
   controllers: [HealthController, MetricsController],
   providers: [DrainState, ReadinessService, HttpMetricsMiddleware],
-  exports: [DrainState, MetricsModule],
+  exports: [DrainState],
 })
 export class OpsModule implements NestModule, OnModuleInit {
   constructor(

@@ -1,7 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, IsString, Matches } from 'class-validator';
-import { IsRealDate } from '@app/events/query-validators';
-import { AppIdParam, EventNameParam, TestModeParam, TestModeFilter } from '@app/events/query-params';
+import { IsRealDate } from '@app/common/reads/query-validators';
+import { AppIdParam, EventNameParam, TestModeParam, TestModeFilter } from '@app/common/reads/query-params';
 
 export class ListRollupsQueryDto {
   @AppIdParam()

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { READ_DATA_SOURCE } from '@app/database/database.module';
-import type { TestModeFilter } from '@app/events/list-events-query.dto';
+import type { TestModeFilter } from '@app/common/reads/query-params';
 
 export interface RollupFilters {
   /** First and last UTC day, inclusive, `YYYY-MM-DD`. */

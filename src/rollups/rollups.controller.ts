@@ -6,11 +6,11 @@ import {
   ApiProblemResponse,
   ApiReadErrors,
   RATE_LIMIT_HEADERS,
-} from '@app/ops/openapi';
+} from '@app/common/openapi';
 import { SkipThrottle } from '@nestjs/throttler';
 import { ApiKeyGuard } from '@app/auth/api-key.guard';
 import { RequireScope, ScopeGuard } from '@app/auth/scope.guard';
-import { KeyThrottlerGuard } from '@app/common/rate-limit/key-throttler.guard';
+import { KeyThrottlerGuard } from '@app/auth/key-throttler.guard';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 import { ListRollupsQueryDto } from './list-rollups-query.dto';
 import { RollupRecordDto } from './rollup-record.dto';

@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '@app/auth/auth.module';
+import { MetricsModule } from '@app/common/metrics/metrics.module';
+import { RateLimitModule } from '@app/common/rate-limit/rate-limit.module';
 import { RollupsController } from './rollups.controller';
 import { RollupComputationRepository } from './rollup-computation.repository';
 import { RollupRepository } from './rollup.repository';
@@ -7,7 +9,7 @@ import { RollupsScheduler } from './rollups.scheduler';
 import { RollupsService } from './rollups.service';
 
 @Module({
-  imports: [AuthModule],
+  imports: [AuthModule, RateLimitModule, MetricsModule],
   controllers: [RollupsController],
   providers: [RollupRepository, RollupComputationRepository, RollupsService, RollupsScheduler],
   exports: [RollupsService],

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
-import { MetricsService } from '@app/ops/metrics.service';
+import { MetricsService } from '@app/common/metrics/metrics.service';
 import { RollupsService } from './rollups.service';
 
 export const ROLLUP_INTERVAL_NAME = 'rollups';

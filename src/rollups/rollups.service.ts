@@ -4,7 +4,7 @@ import { AppError } from '@app/common/app-error';
 import { DAY_MS } from '@app/common/time';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { invalidQuery } from '@app/common/query-validation.pipe';
-import { addDays, daySpan, utcDateString } from '@app/events/time-params';
+import { addDays, daySpan, utcDateString } from '@app/common/reads/time-params';
 import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
 import { RollupRepository, RollupRow } from './rollup.repository';
 import type { ListRollupsQueryDto } from './list-rollups-query.dto';

@@ -1,10 +1,9 @@
-import { Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { MemoryRateLimitStore, RateLimitStore } from './rate-limit.store';
 import { RedisRateLimitStore } from './redis-rate-limit.store';
 import { ThrottlerStorageAdapter } from './throttler-storage.adapter';
-import { KeyThrottlerGuard } from './key-throttler.guard';
 
 export const INGEST_THROTTLER = 'ingest';
 export const READ_THROTTLER = 'read';
@@ -21,7 +20,7 @@ const storeProvider = {
   },
 };
 
-@Global()
+/** The rate-limit counters: in memory, or in Redis when REDIS_URL is set. */
 @Module({
   providers: [storeProvider, ThrottlerStorageAdapter],
   exports: [RateLimitStore, ThrottlerStorageAdapter],
@@ -34,7 +33,7 @@ export class RateLimitStoreModule implements OnApplicationShutdown {
   }
 }
 
-@Global()
+/** The per-key request limits; `KeyThrottlerGuard` (in auth) enforces them on a controller. */
 @Module({
   imports: [
     ThrottlerModule.forRootAsync({
@@ -49,7 +48,6 @@ export class RateLimitStoreModule implements OnApplicationShutdown {
       }),
     }),
   ],
-  providers: [KeyThrottlerGuard],
-  exports: [ThrottlerModule, KeyThrottlerGuard],
+  exports: [ThrottlerModule],
 })
 export class RateLimitModule {}

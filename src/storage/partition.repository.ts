@@ -82,13 +82,4 @@ export class PartitionRepository {
     if (!PARTITION_NAME.test(name)) throw new Error(`not an events partition: ${name}`);
     await this.db.query(`DROP TABLE IF EXISTS ${name}`);
   }
-
-  /** Deletes dedup records older than `cutoff`; returns how many. */
-  async expireDedup(cutoff: Date): Promise<number> {
-    const [, count] = (await this.db.query(`DELETE FROM event_dedup WHERE seen_at < $1`, [cutoff])) as [
-      unknown,
-      number,
-    ];
-    return count;
-  }
 }

@@ -1,8 +1,7 @@
-import { Global, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import { MetricsService } from './metrics.service';
 
-/** Global, so that ingest and rollups can inject MetricsService without importing anything. */
-@Global()
+/** The Prometheus registry; one instance however many modules import it. */
 @Module({
   providers: [MetricsService],
   exports: [MetricsService],

@@ -1,11 +1,8 @@
-import { DAY_MS } from '@app/common/time';
-import { dedupWindowMs } from '@app/ingest/ingest.limits';
+import { DAY_MS, HOUR_MS } from '@app/common/time';
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { PartitionRepository } from './partition.repository';
-
-const HOUR_MS = 3_600_000;
 
 function utcDay(t: number): Date {
   return new Date(Math.floor(t / DAY_MS) * DAY_MS);
@@ -15,7 +12,7 @@ function utcDay(t: number): Date {
  * Keeps the daily partitions of `events` ready: every day an accepted event can land in
  * (from the oldest allowed event time to a clamped future one, plus PARTITIONS_AHEAD_DAYS)
  * exists before an insert needs it. Drops partitions past EVENT_RETENTION_DAYS (rollups stay)
- * and expires dedup records past the dedup window.
+ * and indexes the filters of ended days.
  */
 @Injectable()
 export class PartitionMaintenanceService implements OnApplicationBootstrap {
@@ -40,14 +37,11 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap {
     }
   }
 
-  async run(
-    now: number,
-  ): Promise<{ created: number; dropped: string[]; dedupExpired: number; indexed: string[] }> {
+  async run(now: number): Promise<{ created: number; dropped: string[]; indexed: string[] }> {
     const created = await this.ensurePartitions(now);
     const dropped = await this.dropExpired(now);
-    const dedupExpired = await this.partitions.expireDedup(new Date(now - dedupWindowMs(this.config)));
     const indexed = await this.indexEndedDays(now);
-    return { created, dropped, dedupExpired, indexed };
+    return { created, dropped, indexed };
   }
 
   /**

@@ -3,7 +3,7 @@ import { ThrottlerGuard } from '@nestjs/throttler';
 import type { ThrottlerRequest } from '@nestjs/throttler';
 import type { Request, Response } from 'express';
 import { AppError } from '@app/common/app-error';
-import { requestKey } from '@app/auth/authenticated-request';
+import { requestKey } from './authenticated-request';
 
 /**
  * Per-key request limit. Runs after a key guard: the tracker is the key id, not the client
