@@ -18,7 +18,7 @@ export class AppsService {
   async create(name: string): Promise<AppView> {
     const trimmed = name.trim();
     if (trimmed.length < 1 || trimmed.length > 200) {
-      throw new AppError(400, 'invalid_body', 'An app name is 1 to 200 characters.');
+      throw new AppError('invalid_body', 'An app name is 1 to 200 characters.');
     }
     const app = await this.apps.insert({ id: randomUUID(), name: trimmed, piiSecret: randomBytes(32) });
     return { id: app.id, name: app.name, createdAt: app.createdAt.toISOString() };
@@ -33,7 +33,7 @@ export class AppsService {
   async assertExist(ids: string[]): Promise<void> {
     const found = new Set(await this.apps.existingIds(ids));
     const missing = ids.filter((id) => !found.has(id));
-    if (missing.length) throw new AppError(400, 'invalid_body', `No such app: ${missing.join(', ')}`);
+    if (missing.length) throw new AppError('invalid_body', `No such app: ${missing.join(', ')}`);
   }
 
   /** The app's pseudonymisation key. Immutable, so it is cached for the process lifetime. */
@@ -41,7 +41,7 @@ export class AppsService {
     const cached = this.piiSecrets.get(appId);
     if (cached) return cached;
     const secret = await this.apps.piiSecret(appId);
-    if (!secret) throw new AppError(500, 'internal_error', 'App has no secret.');
+    if (!secret) throw new AppError('internal_error', 'App has no secret.');
     this.piiSecrets.set(appId, secret);
     return secret;
   }

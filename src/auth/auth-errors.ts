@@ -3,7 +3,7 @@ import { AppError } from '@app/common/app-error';
 const REALM = 'Bearer realm="tally"';
 
 export function invalidKey(detail = 'The key is missing, malformed, unknown, revoked or expired.'): AppError {
-  return new AppError(401, 'invalid_key', detail, {
+  return new AppError('invalid_key', detail, {
     headers: { 'WWW-Authenticate': `${REALM}, error="invalid_token"` },
   });
 }
@@ -13,13 +13,13 @@ export function wrongKeyType(expected: 'ingest' | 'api'): AppError {
     expected === 'ingest'
       ? 'This endpoint takes an ingest key (tly_live_… or tly_test_…), not an API key.'
       : 'This endpoint takes an API key (tly_api_…), not an ingest key.';
-  return new AppError(401, 'wrong_key_type', detail, {
+  return new AppError('wrong_key_type', detail, {
     headers: { 'WWW-Authenticate': `${REALM}, error="invalid_token"` },
   });
 }
 
 export function insufficientScope(scope: string): AppError {
-  return new AppError(403, 'insufficient_scope', `The key lacks the scope ${scope}.`, {
+  return new AppError('insufficient_scope', `The key lacks the scope ${scope}.`, {
     headers: { 'WWW-Authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"` },
     extra: { requiredScope: scope },
   });
@@ -27,7 +27,7 @@ export function insufficientScope(scope: string): AppError {
 
 /** Same answer whether or not the app exists, so a 403 reveals nothing about other apps. */
 export function appForbidden(scope: string): AppError {
-  return new AppError(403, 'app_forbidden', 'The key has no access to this app.', {
+  return new AppError('app_forbidden', 'The key has no access to this app.', {
     headers: { 'WWW-Authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"` },
   });
 }

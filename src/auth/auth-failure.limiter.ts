@@ -25,7 +25,6 @@ export class AuthFailureLimiter {
     const { count, resetMs } = await this.store.peek(this.key(req));
     if (count >= this.config.authFailureLimit) {
       throw new AppError(
-        429,
         'too_many_auth_failures',
         'Too many requests with invalid keys from this address. Try again later.',
         { headers: { 'Retry-After': String(Math.max(1, Math.ceil(resetMs / 1000))) } },

@@ -20,7 +20,7 @@ export function attachKey(req: Request, key: RequestKey): void {
 /** The key of a request that passed a key guard. */
 export function requestKey(req: Request): RequestKey {
   const key = (req as unknown as Record<symbol, RequestKey | undefined>)[KEY];
-  if (!key) throw new AppError(500, 'internal_error', 'Route has no key guard.');
+  if (!key) throw new AppError('internal_error', 'Route has no key guard.');
   return key;
 }
 

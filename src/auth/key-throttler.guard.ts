@@ -23,7 +23,7 @@ export class KeyThrottlerGuard extends ThrottlerGuard {
     res.setHeader('RateLimit-Remaining', String(Math.max(0, limit - record.totalHits)));
     res.setHeader('RateLimit-Reset', String(record.timeToExpire));
     if (record.isBlocked) {
-      throw new AppError(429, 'rate_limited', `More than ${limit} requests in ${ttl} ms for this key.`, {
+      throw new AppError('rate_limited', `More than ${limit} requests in ${ttl} ms for this key.`, {
         headers: { 'Retry-After': String(record.timeToBlockExpire) },
         extra: { limit, windowMs: ttl },
       });

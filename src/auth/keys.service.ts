@@ -32,7 +32,7 @@ function iso(d: Date | null): string | null {
 }
 
 export function assertUuid(value: string, what: string): void {
-  if (!UUID.test(value)) throw new AppError(400, 'invalid_body', `${what} must be a UUID, got "${value}".`);
+  if (!UUID.test(value)) throw new AppError('invalid_body', `${what} must be a UUID, got "${value}".`);
 }
 
 @Injectable()
@@ -76,13 +76,12 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   async createApiKey(appIds: string[], scopes: string[], expiresInDays: number | null, name: string | null) {
     const apps = [...new Set(appIds)];
     const grants = [...new Set(scopes)];
-    if (apps.length === 0) throw new AppError(400, 'invalid_body', 'An API key needs at least one app.');
-    if (grants.length === 0) throw new AppError(400, 'invalid_body', 'An API key needs at least one scope.');
+    if (apps.length === 0) throw new AppError('invalid_body', 'An API key needs at least one app.');
+    if (grants.length === 0) throw new AppError('invalid_body', 'An API key needs at least one scope.');
     apps.forEach((id) => assertUuid(id, 'app'));
     const unknown = grants.filter((s) => !(KNOWN_SCOPES as readonly string[]).includes(s));
     if (unknown.length) {
       throw new AppError(
-        400,
         'invalid_body',
         `Unknown scope: ${unknown.join(', ')} (known: ${KNOWN_SCOPES.join(', ')}).`,
       );
@@ -119,7 +118,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   async revoke(id: string): Promise<{ id: string; revokedAt: string }> {
     assertUuid(id, 'key id');
     const key = await this.keys.revoke(id, new Date());
-    if (!key || !key.revokedAt) throw new AppError(400, 'invalid_body', `No such key: ${id}`);
+    if (!key || !key.revokedAt) throw new AppError('invalid_body', `No such key: ${id}`);
     this.cache.clear();
     return { id: key.id, revokedAt: key.revokedAt.toISOString() };
   }

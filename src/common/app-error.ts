@@ -45,9 +45,47 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   internal_error: 'Internal server error',
 };
 
+/** The HTTP status each code answers with: a code fixes its status, so callers name the code only. */
+export const ERROR_STATUS: Record<ErrorCode, number> = {
+  invalid_json: 400,
+  invalid_body: 400,
+  invalid_query: 400,
+  invalid_cursor: 400,
+  unsupported_encoding: 415,
+  invalid_key: 401,
+  wrong_key_type: 401,
+  insufficient_scope: 403,
+  app_forbidden: 403,
+  not_found: 404,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  too_many_auth_failures: 429,
+  service_unavailable: 503,
+  internal_error: 500,
+};
+
+/** The field-level `code` of an entry of a problem's `errors`, stable like the error codes. */
+export type FieldErrorCode =
+  | 'required'
+  | 'missing_field'
+  | 'invalid_type'
+  | 'invalid_format'
+  | 'invalid_value'
+  | 'invalid_timestamp'
+  | 'invalid_date'
+  | 'invalid_range'
+  | 'not_an_integer'
+  | 'out_of_range'
+  | 'too_long'
+  | 'span_too_long'
+  | 'conflict'
+  | 'repeated'
+  | 'unknown_parameter';
+
 export interface FieldError {
   field: string;
-  code: string;
+  code: FieldErrorCode;
   message: string;
 }
 
@@ -60,15 +98,20 @@ export interface AppErrorOptions {
   headers?: Record<string, string>;
 }
 
-/** A domain error. Services throw these; one exception filter turns them into problem+json. */
+/**
+ * A domain error. Services throw these; one exception filter turns them into problem+json.
+ * The HTTP status follows from the code (ERROR_STATUS).
+ */
 export class AppError extends Error {
+  readonly status: number;
+
   constructor(
-    readonly status: number,
     readonly code: ErrorCode,
     readonly detail: string,
     readonly options: AppErrorOptions = {},
   ) {
     super(detail);
     this.name = 'AppError';
+    this.status = ERROR_STATUS[code];
   }
 }

@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { isTransientDatabaseError } from '@app/database/transient-error';
-import { AppError, ERROR_TITLES, ErrorCode } from './app-error';
+import { AppError, ERROR_TITLES, ErrorCode, FieldError } from './app-error';
 import { requestIdOf } from './request-id';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -15,10 +15,11 @@ export interface ProblemDocument {
   detail: string;
   code: ErrorCode;
   requestId: string;
-  errors?: { field: string; code: string; message: string }[];
+  errors?: FieldError[];
   [extra: string]: unknown;
 }
 
+// A framework 405 is answered as `not_found` (404): the route does not exist for that method.
 function fromHttpException(err: HttpException): AppError {
   const status = err.getStatus();
   const code: ErrorCode =
@@ -34,7 +35,7 @@ function fromHttpException(err: HttpException): AppError {
               ? 'internal_error'
               : 'invalid_body';
   const detail = status >= 500 ? ERROR_TITLES.internal_error : err.message;
-  return new AppError(status, code, detail);
+  return new AppError(code, detail);
 }
 
 /** Turns anything thrown into problem+json. Never leaks stack traces or SQL. */
@@ -43,12 +44,12 @@ export function toAppError(err: unknown, logger?: Logger): AppError {
   if (err instanceof HttpException) return fromHttpException(err);
   if (isTransientDatabaseError(err)) {
     logger?.warn(`database unavailable: ${(err as Error).message}`);
-    return new AppError(503, 'service_unavailable', 'The database is unavailable. Retry later.', {
+    return new AppError('service_unavailable', 'The database is unavailable. Retry later.', {
       headers: { 'Retry-After': String(RETRY_AFTER_SECONDS_ON_OUTAGE) },
     });
   }
   logger?.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
-  return new AppError(500, 'internal_error', 'An unexpected error occurred.');
+  return new AppError('internal_error', 'An unexpected error occurred.');
 }
 
 export function problemDocument(err: AppError, requestId: string): ProblemDocument {

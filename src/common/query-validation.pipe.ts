@@ -1,9 +1,9 @@
 import { ArgumentMetadata, Injectable, ValidationPipe } from '@nestjs/common';
 import type { ValidationError } from 'class-validator';
-import { AppError, FieldError } from '@app/common/app-error';
+import { AppError, FieldError, FieldErrorCode } from '@app/common/app-error';
 
 /** class-validator constraint → the stable field-level `code` clients see. */
-const CONSTRAINT_CODES: Record<string, string> = {
+const CONSTRAINT_CODES: Record<string, FieldErrorCode> = {
   isDefined: 'required',
   isNotEmpty: 'required',
   isString: 'invalid_type',
@@ -28,7 +28,7 @@ const priority = (constraint: string) => {
 
 export function invalidQuery(errors: FieldError[]): AppError {
   const detail = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
-  return new AppError(400, 'invalid_query', detail || 'Invalid query parameters.', { errors });
+  return new AppError('invalid_query', detail || 'Invalid query parameters.', { errors });
 }
 
 function flatten(errors: ValidationError[]): FieldError[] {
@@ -69,7 +69,7 @@ export class QueryValidationPipe extends ValidationPipe {
     if (metadata.type === 'query' && value && typeof value === 'object') {
       const repeated = Object.entries(value as Record<string, unknown>)
         .filter(([, v]) => typeof v !== 'string')
-        .map(([field]) => ({ field, code: 'repeated', message: 'must be given at most once' }));
+        .map(([field]): FieldError => ({ field, code: 'repeated', message: 'must be given at most once' }));
       if (repeated.length) throw invalidQuery(repeated);
     }
     return super.transform(value, metadata);

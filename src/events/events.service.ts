@@ -72,7 +72,6 @@ export class EventsService {
       after = decodeCursor(secret, binding, query.cursor);
       if (!after) {
         throw new AppError(
-          400,
           'invalid_cursor',
           'The cursor is malformed, was altered, or belongs to a query with other parameters.',
         );

@@ -85,14 +85,13 @@ export class IngestBodyReader {
   async read(req: Request): Promise<IngestBody> {
     if (!mediaTypeOk(req.headers['content-type'])) {
       throw new AppError(
-        415,
         'unsupported_media_type',
         'Send the batch as Content-Type: application/json (UTF-8).',
       );
     }
     const encoding = encodingOf(req.headers['content-encoding']);
     if (!encoding) {
-      throw new AppError(415, 'unsupported_encoding', 'Content-Encoding must be gzip or identity.', {
+      throw new AppError('unsupported_encoding', 'Content-Encoding must be gzip or identity.', {
         headers: { 'Accept-Encoding': 'gzip, identity' },
       });
     }
@@ -109,13 +108,13 @@ export class IngestBodyReader {
       );
     }
     const buffer = await this.collect(req, encoding, limit, rawLimit, this.account(req));
-    if (!isUtf8(buffer)) throw new AppError(400, 'invalid_json', 'The body is not valid UTF-8.');
+    if (!isUtf8(buffer)) throw new AppError('invalid_json', 'The body is not valid UTF-8.');
     // A byte order mark is tolerated, as JSON parsers commonly do.
     const text = buffer.toString('utf8', hasBom(buffer) ? 3 : 0);
     try {
       return { value: JSON.parse(text), bytes: buffer.length };
     } catch (err) {
-      throw new AppError(400, 'invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
+      throw new AppError('invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
     }
   }
 
@@ -168,7 +167,6 @@ export class IngestBodyReader {
         if (!take(chunk.length)) {
           return fail(
             new AppError(
-              503,
               'service_unavailable',
               'The server holds as many ingest bodies as it may at once; nothing was stored. Retry after Retry-After.',
               { headers: { 'Retry-After': String(OVERLOAD_RETRY_AFTER_SECONDS) } },
@@ -191,7 +189,7 @@ export class IngestBodyReader {
       const onRawEnd = () => {
         if (!gunzip) onDone();
       };
-      const onAbort = () => fail(new AppError(400, 'invalid_body', 'The request body ended early.'));
+      const onAbort = () => fail(new AppError('invalid_body', 'The request body ended early.'));
       const onClose = () => {
         if (!req.complete) onAbort();
       };
@@ -204,7 +202,7 @@ export class IngestBodyReader {
         gunzip.on('data', onDecoded);
         gunzip.on('end', onDone);
         gunzip.on('error', () =>
-          fail(new AppError(400, 'invalid_body', 'The gzip body is corrupt or truncated.')),
+          fail(new AppError('invalid_body', 'The gzip body is corrupt or truncated.')),
         );
         req.pipe(gunzip);
       }

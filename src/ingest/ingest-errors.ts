@@ -13,7 +13,7 @@ export function batchTooLarge(
   detail: string,
   headers?: Record<string, string>,
 ): AppError {
-  return new AppError(413, 'payload_too_large', detail, {
+  return new AppError('payload_too_large', detail, {
     extra: {
       limitEvents: maxEventsPerRequest(config),
       limitBytes: config.ingestMaxBytes,

@@ -66,7 +66,7 @@ function parseEnvelope(value: unknown, bytes: number, config: AppConfig): Envelo
 }
 
 function invalidBody(errors: FieldError[]): AppError {
-  return new AppError(400, 'invalid_body', 'The batch envelope is invalid; nothing was stored.', { errors });
+  return new AppError('invalid_body', 'The batch envelope is invalid; nothing was stored.', { errors });
 }
 
 /** Rejected events by the code of their first error (an event may list several). */
@@ -167,7 +167,6 @@ export class IngestService {
     if (window.count > limit) {
       const retryAfter = Math.max(1, Math.ceil(window.resetMs / 1000));
       throw new AppError(
-        429,
         'rate_limited',
         `More than ${limit} events in ${this.config.rateWindowMs} ms for this key; nothing was stored.`,
         {

@@ -82,7 +82,7 @@ export class ReadinessService {
       if (!response?.details) throw err;
       const checks = statuses(response);
       const failed = Object.keys(checks).filter((name) => checks[name].status === 'down');
-      throw new AppError(503, 'service_unavailable', `Not ready: ${failed.join(', ')}.`, {
+      throw new AppError('service_unavailable', `Not ready: ${failed.join(', ')}.`, {
         extra: { failed, checks },
         headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
       });

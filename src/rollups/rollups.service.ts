@@ -154,7 +154,7 @@ export class RollupsService implements BeforeApplicationShutdown {
   async compute(options: ComputeOptions): Promise<{ days: number; rows: number }> {
     const appId = options.appId?.toLowerCase();
     if (appId !== undefined && !UUID.test(appId)) {
-      throw new AppError(400, 'invalid_query', `appId must be a UUID, got "${options.appId}"`);
+      throw new AppError('invalid_query', `appId must be a UUID, got "${options.appId}"`);
     }
     const deadline = Date.now() + COMPUTE_LOCK_WAIT_MS;
     for (;;) {
@@ -171,7 +171,7 @@ export class RollupsService implements BeforeApplicationShutdown {
       });
       if (result.status === 'computed') return { days: result.days, rows: result.rows };
       if (Date.now() > deadline) {
-        throw new AppError(503, 'service_unavailable', 'Another rollup computation is still running.');
+        throw new AppError('service_unavailable', 'Another rollup computation is still running.');
       }
       await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
     }
