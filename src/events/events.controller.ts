@@ -1,28 +1,15 @@
-import { Controller, Get, Query, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import {
-  API_KEY_SCHEME,
-  API_TAGS,
-  ApiProblemResponse,
-  ApiReadErrors,
-  RATE_LIMIT_HEADERS,
-} from '@app/common/openapi';
-import { SkipThrottle } from '@nestjs/throttler';
+import { Controller, Get, Query, Res } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
 import type { Response } from 'express';
-import { ApiKeyGuard } from '@app/auth/api-key.guard';
-import { RequireScope, ScopeGuard } from '@app/auth/scope.guard';
-import { KeyThrottlerGuard } from '@app/auth/key-throttler.guard';
+import { ReadEndpoint } from '@app/auth/read-endpoint.decorator';
 import { EventRecordDto } from './event-record.dto';
 import { EventsService } from './events.service';
 import { ListEventsQueryDto } from './list-events-query.dto';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 
 @ApiTags(API_TAGS.events)
-@ApiBearerAuth(API_KEY_SCHEME)
 @Controller('api/v1/events')
-@UseGuards(ApiKeyGuard, KeyThrottlerGuard, ScopeGuard)
-@SkipThrottle({ ingest: true })
-@RequireScope('events:read')
 export class EventsController {
   constructor(private readonly events: EventsService) {}
 
@@ -41,7 +28,7 @@ export class EventsController {
     400,
     'Invalid query parameters (`invalid_query`, with `errors`) or a tampered `cursor` (`invalid_cursor`).',
   )
-  @ApiReadErrors('events:read')
+  @ReadEndpoint('events:read')
   async list(
     @Query(QueryValidationPipe) query: ListEventsQueryDto,
     @Res({ passthrough: true }) res: Response,

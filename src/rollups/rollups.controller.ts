@@ -1,27 +1,14 @@
-import { Controller, Get, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import {
-  API_KEY_SCHEME,
-  API_TAGS,
-  ApiProblemResponse,
-  ApiReadErrors,
-  RATE_LIMIT_HEADERS,
-} from '@app/common/openapi';
-import { SkipThrottle } from '@nestjs/throttler';
-import { ApiKeyGuard } from '@app/auth/api-key.guard';
-import { RequireScope, ScopeGuard } from '@app/auth/scope.guard';
-import { KeyThrottlerGuard } from '@app/auth/key-throttler.guard';
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
+import { ReadEndpoint } from '@app/auth/read-endpoint.decorator';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 import { ListRollupsQueryDto } from './list-rollups-query.dto';
 import { RollupRecordDto } from './rollup-record.dto';
 import { RollupsService } from './rollups.service';
 
 @ApiTags(API_TAGS.rollups)
-@ApiBearerAuth(API_KEY_SCHEME)
 @Controller('api/v1/rollups')
-@UseGuards(ApiKeyGuard, KeyThrottlerGuard, ScopeGuard)
-@SkipThrottle({ ingest: true })
-@RequireScope('rollups:read')
 export class RollupsController {
   constructor(private readonly rollups: RollupsService) {}
 
@@ -37,7 +24,7 @@ export class RollupsController {
     headers: RATE_LIMIT_HEADERS,
   })
   @ApiProblemResponse(400, 'Invalid query parameters (`invalid_query`, with `errors`).')
-  @ApiReadErrors('rollups:read')
+  @ReadEndpoint('rollups:read')
   list(@Query(QueryValidationPipe) query: ListRollupsQueryDto): Promise<RollupRecordDto[]> {
     return this.rollups.list(query);
   }

@@ -1,0 +1,22 @@
+import { applyDecorators, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth } from '@nestjs/swagger';
+import { SkipThrottle } from '@nestjs/throttler';
+import { API_KEY_SCHEME, ApiReadErrors } from '@app/common/openapi';
+import { ApiKeyGuard } from './api-key.guard';
+import { KeyThrottlerGuard } from './key-throttler.guard';
+import type { Scope } from './key.entity';
+import { RequireScope, ScopeGuard } from './scope.guard';
+
+/**
+ * A read endpoint of the REST API: an API key (401), the key's read rate (429), then `scope` and
+ * access to `appId` (403), with those errors in the OpenAPI document. The guards run in that order.
+ */
+export function ReadEndpoint(scope: Scope): MethodDecorator {
+  return applyDecorators(
+    ApiBearerAuth(API_KEY_SCHEME),
+    UseGuards(ApiKeyGuard, KeyThrottlerGuard, ScopeGuard),
+    SkipThrottle({ ingest: true }),
+    RequireScope(scope),
+    ApiReadErrors(scope),
+  );
+}
