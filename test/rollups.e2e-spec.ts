@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { RollupsService } from '@app/rollups/rollups.service';
+import { ROLLUP_LOCK_ID } from '@app/rollups/rollup-computation.repository';
 import { ROLLUP_INTERVAL_NAME } from '@app/rollups/rollups.scheduler';
 import { bearer, makeApiKey, makeApp, makeTenant } from './factories';
 import { SeedEvent, seedEvents } from './factories/events';
@@ -496,6 +497,34 @@ describe('rollups (decisions §6, §7)', () => {
         expect(res.body[0]).toMatchObject({ eventName: null, events: 1 });
       } finally {
         await second.close();
+      }
+    });
+
+    it('an on-demand computation blocks on the lock held elsewhere, and gives up after its wait', async () => {
+      const own = await makeTenant(t.app);
+      await seedEvents(t.db, own.appId, [{ eventName: 'App.opened', receivedAt: pastDays[2] + 1000 }]);
+      const holder = t.db.createQueryRunner();
+      await holder.connect();
+      await holder.query('SELECT pg_advisory_lock($1)', [ROLLUP_LOCK_ID]);
+      try {
+        await expect(service.compute({ appId: own.appId, lockWaitMs: 200 })).rejects.toMatchObject({
+          status: 503,
+          code: 'service_unavailable',
+        });
+        const waiting = service.compute({ appId: own.appId, lockWaitMs: 60_000 });
+        // Let go only once the computation is queued on the lock.
+        const waiters = async () =>
+          (
+            (await t.db.query(
+              `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+            )) as { n: number }[]
+          )[0].n;
+        while ((await waiters()) === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+        await holder.query('SELECT pg_advisory_unlock($1)', [ROLLUP_LOCK_ID]);
+        await expect(waiting).resolves.toEqual({ days: 1, rows: 2 });
+      } finally {
+        await holder.query('SELECT pg_advisory_unlock_all()');
+        await holder.release();
       }
     });
 

@@ -3,7 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 
 // Names the rollup computation among advisory locks (the migration lock is 7_310_001).
-const ROLLUP_LOCK_ID = 7_310_002;
+export const ROLLUP_LOCK_ID = 7_310_002;
+// SQLSTATE of a lock wait that ran past lock_timeout.
+const LOCK_NOT_AVAILABLE = '55P03';
 
 // The largest finite double, as a numeric literal.
 const MAX_DOUBLE = '1.7976931348623157e308::numeric';
@@ -26,28 +28,50 @@ export interface AppDay {
 export class RollupComputationRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  /** A connection holding the computation lock, or null when another one holds it. */
-  async tryLock(): Promise<QueryRunner | null> {
+  /**
+   * Runs `work` on a connection that holds the computation lock, then lets the lock go. Without
+   * `waitMs`, gives up at once when another session holds the lock; with it, blocks on the lock
+   * for at most that long (PostgreSQL's lock_timeout). Returns `{ locked: false }` when it gave up.
+   */
+  async withComputationLock<T>(
+    work: (runner: QueryRunner) => Promise<T>,
+    waitMs?: number,
+  ): Promise<{ locked: true; value: T } | { locked: false }> {
     const runner = this.db.createQueryRunner();
     try {
       await runner.connect();
+      if (!(await this.lock(runner, waitMs))) return { locked: false };
+      try {
+        return { locked: true, value: await work(runner) };
+      } finally {
+        await runner.query('SELECT pg_advisory_unlock($1)', [ROLLUP_LOCK_ID]);
+      }
+    } finally {
+      await runner.release();
+    }
+  }
+
+  private async lock(runner: QueryRunner, waitMs: number | undefined): Promise<boolean> {
+    if (!waitMs) {
       const [row] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [ROLLUP_LOCK_ID])) as {
         locked: boolean;
       }[];
-      if (row.locked) return runner;
-    } catch (err) {
-      await runner.release();
-      throw err;
+      return row.locked;
     }
-    await runner.release();
-    return null;
-  }
-
-  async unlock(runner: QueryRunner): Promise<void> {
+    // Session settings, reset below: the connection goes back to the pool afterwards. The
+    // statement timeout must outlast the lock wait, or it would fire first.
+    await runner.query(
+      `SELECT set_config('lock_timeout', $1, false), set_config('statement_timeout', $2, false)`,
+      [`${waitMs}ms`, `${waitMs + 10_000}ms`],
+    );
     try {
-      await runner.query('SELECT pg_advisory_unlock($1)', [ROLLUP_LOCK_ID]);
+      await runner.query('SELECT pg_advisory_lock($1)', [ROLLUP_LOCK_ID]);
+      return true;
+    } catch (err) {
+      if ((err as { driverError?: { code?: string } }).driverError?.code === LOCK_NOT_AVAILABLE) return false;
+      throw err;
     } finally {
-      await runner.release();
+      await runner.query('RESET lock_timeout; RESET statement_timeout');
     }
   }
 

@@ -28,13 +28,27 @@ export interface RollupRow {
   computedMs: number;
 }
 
+// The columns of a list row, in select order. bigint and count columns arrive as strings.
+const LIST_COLUMNS: readonly { field: keyof RollupRow; sql: string; bigint?: true }[] = [
+  { field: 'day', sql: 'day::text' },
+  { field: 'isTestMode', sql: 'is_test_mode' },
+  { field: 'eventName', sql: 'event_name' },
+  { field: 'events', sql: 'events', bigint: true },
+  { field: 'uniqueUsers', sql: 'unique_users', bigint: true },
+  { field: 'uniqueSessions', sql: 'unique_sessions', bigint: true },
+  { field: 'fvCount', sql: 'fv_count', bigint: true },
+  { field: 'fvSum', sql: 'fv_sum' },
+  { field: 'fvMin', sql: 'fv_min' },
+  { field: 'fvMax', sql: 'fv_max' },
+  { field: 'computedMs', sql: 'floor(extract(epoch FROM computed_at) * 1000)::bigint', bigint: true },
+];
+
 // One prepared statement for every filter combination: a null parameter means "no filter".
 // The primary key (app_id, day, …) bounds the scan either way. Date ascending, the total row
 // ('' sorts first under COLLATE "C"), then eventName, live before test. Rows come back as arrays,
 // which the driver builds much faster than objects: a 30-day answer holds hundreds of rows.
 const LIST = `
-SELECT day::text, is_test_mode, event_name, events, unique_users, unique_sessions, fv_count,
-       fv_sum, fv_min, fv_max, floor(extract(epoch FROM computed_at) * 1000)::bigint
+SELECT ${LIST_COLUMNS.map((c) => c.sql).join(', ')}
   FROM rollups r
  WHERE app_id = $1 AND day BETWEEN $2::date AND $3::date
    AND ($4::text IS NULL OR event_name = $4::text)
@@ -42,19 +56,15 @@ SELECT day::text, is_test_mode, event_name, events, unique_users, unique_session
  ORDER BY r.day, r.event_name, r.is_test_mode`;
 const LIST_NAME = 'tally_rollups_list_v1';
 
-type ListRow = [
-  day: string,
-  isTestMode: boolean,
-  eventName: string,
-  events: string,
-  uniqueUsers: string,
-  uniqueSessions: string,
-  fvCount: string,
-  fvSum: number | null,
-  fvMin: number | null,
-  fvMax: number | null,
-  computedMs: string,
-];
+type ListRow = unknown[];
+
+function toRollupRow(values: ListRow): RollupRow {
+  const row: Record<string, unknown> = {};
+  LIST_COLUMNS.forEach((c, i) => {
+    row[c.field] = c.bigint ? Number(values[i]) : values[i];
+  });
+  return row as unknown as RollupRow;
+}
 
 interface PgClient {
   query(config: {
@@ -87,18 +97,6 @@ export class RollupRepository {
     } finally {
       await runner.release();
     }
-    return rows.map((r) => ({
-      day: r[0],
-      isTestMode: r[1],
-      eventName: r[2],
-      events: Number(r[3]),
-      uniqueUsers: Number(r[4]),
-      uniqueSessions: Number(r[5]),
-      fvCount: Number(r[6]),
-      fvSum: r[7],
-      fvMin: r[8],
-      fvMax: r[9],
-      computedMs: Number(r[10]),
-    }));
+    return rows.map(toRollupRow);
   }
 }

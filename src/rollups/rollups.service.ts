@@ -16,6 +16,8 @@ export interface ComputeOptions {
   from?: string;
   /** Last UTC day, YYYY-MM-DD. */
   to?: string;
+  /** How long to wait for a computation running elsewhere to let go of the lock. */
+  lockWaitMs?: number;
 }
 
 export interface RunResult {
@@ -36,7 +38,6 @@ export const MAX_SPAN_DAYS = 366;
 
 // How long the CLI waits for a scheduled run on another instance to let go of the lock.
 const COMPUTE_LOCK_WAIT_MS = 120_000;
-const LOCK_POLL_MS = 250;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function toRecord(appId: string, row: RollupRow): RollupRecordDto {
@@ -132,17 +133,20 @@ export class RollupsService implements BeforeApplicationShutdown {
    */
   run(now = Date.now()): Promise<RunResult> {
     if (this.running) return Promise.resolve({ status: 'skipped', days: 0, rows: 0 });
-    this.running = this.locked(async (runner) => {
-      const lagSeconds = await this.computation.pendingLagSeconds(runner);
-      const dirty = await this.computation.dirtyDays(runner);
-      // Older days have lost their events to retention: recomputing them would change nothing.
-      const today = utcDateString(now);
-      const since = addDays(today, -this.config.eventRetentionDays);
-      const unfinal = await this.computation.unfinalisedDays(runner, since, today);
-      return { ...(await this.recompute(runner, dedupe([...dirty, ...unfinal]))), lagSeconds };
-    }).finally(() => {
-      this.running = null;
-    });
+    this.running = this.computation
+      .withComputationLock(async (runner): Promise<RunResult> => {
+        const lagSeconds = await this.computation.pendingLagSeconds(runner);
+        const dirty = await this.computation.dirtyDays(runner);
+        // Older days have lost their events to retention: recomputing them would change nothing.
+        const today = utcDateString(now);
+        const since = addDays(today, -this.config.eventRetentionDays);
+        const unfinal = await this.computation.unfinalisedDays(runner, since, today);
+        return { ...(await this.recompute(runner, dedupe([...dirty, ...unfinal]))), lagSeconds };
+      })
+      .then((result): RunResult => (result.locked ? result.value : { status: 'skipped', days: 0, rows: 0 }))
+      .finally(() => {
+        this.running = null;
+      });
     return this.running;
   }
 
@@ -156,41 +160,27 @@ export class RollupsService implements BeforeApplicationShutdown {
     if (appId !== undefined && !UUID.test(appId)) {
       throw new AppError('invalid_query', `appId must be a UUID, got "${options.appId}"`);
     }
-    const deadline = Date.now() + COMPUTE_LOCK_WAIT_MS;
-    for (;;) {
-      const result = await this.locked(async (runner) => {
-        let days: AppDay[];
-        if (appId !== undefined && options.from !== undefined && options.to !== undefined) {
-          // Every day of the range, so that a day with events only in another mode still counts.
-          days = [];
-          for (let day = options.from; day <= options.to; day = addDays(day, 1)) days.push({ appId, day });
-        } else {
-          days = await this.computation.daysWithEvents(runner, { appId, from: options.from, to: options.to });
-        }
-        return this.recompute(runner, days);
-      });
-      if (result.status === 'computed') return { days: result.days, rows: result.rows };
-      if (Date.now() > deadline) {
-        throw new AppError('service_unavailable', 'Another rollup computation is still running.');
+    const result = await this.computation.withComputationLock(async (runner) => {
+      let days: AppDay[];
+      if (appId !== undefined && options.from !== undefined && options.to !== undefined) {
+        // Every day of the range, so that a day with events only in another mode still counts.
+        days = [];
+        for (let day = options.from; day <= options.to; day = addDays(day, 1)) days.push({ appId, day });
+      } else {
+        days = await this.computation.daysWithEvents(runner, { appId, from: options.from, to: options.to });
       }
-      await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+      return this.recompute(runner, days);
+    }, options.lockWaitMs ?? COMPUTE_LOCK_WAIT_MS);
+    if (!result.locked) {
+      throw new AppError('service_unavailable', 'Another rollup computation is still running.');
     }
+    return { days: result.value.days, rows: result.value.rows };
   }
 
   /** Lets a running computation finish its current day, then stops it; later days stay marked. */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     await this.running?.catch(() => undefined);
-  }
-
-  private async locked(work: (runner: QueryRunner) => Promise<RunResult>): Promise<RunResult> {
-    const runner = await this.computation.tryLock();
-    if (!runner) return { status: 'skipped', days: 0, rows: 0 };
-    try {
-      return await work(runner);
-    } finally {
-      await this.computation.unlock(runner);
-    }
   }
 
   private async recompute(runner: QueryRunner, days: AppDay[]): Promise<RunResult> {
