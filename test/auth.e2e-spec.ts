@@ -6,7 +6,7 @@ import { expectProblem } from './support/problem';
 
 const INVALID = 'Bearer realm="tally", error="invalid_token"';
 
-describe('authentication and authorization (decisions §2)', () => {
+describe('authentication and authorization', () => {
   let t: TestApp;
   let tenant: Awaited<ReturnType<typeof makeTenant>>;
 
@@ -144,7 +144,7 @@ describe('authentication and authorization (decisions §2)', () => {
   });
 });
 
-describe('401 flood (decisions §2)', () => {
+describe('401 flood', () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await startTestApp({ AUTH_FAILURE_LIMIT: '3' });

@@ -38,7 +38,7 @@ function expectUsageError(run: Run, pattern: RegExp) {
   expect(run.stderr.trim().split('\n')).toHaveLength(1);
 }
 
-describe('admin CLI (decisions §10)', () => {
+describe('admin CLI', () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await startTestApp();

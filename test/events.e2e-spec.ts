@@ -6,7 +6,7 @@ import { expectProblem } from './support/problem';
 
 const HOUR = 3_600_000;
 
-describe('GET /api/v1/events (decisions §5)', () => {
+describe('GET /api/v1/events', () => {
   let t: TestApp;
   let tenant: Awaited<ReturnType<typeof makeTenant>>;
   const base = Date.now() - 3 * HOUR;

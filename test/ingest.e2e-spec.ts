@@ -28,7 +28,7 @@ interface StoredRow {
   payload: Record<string, unknown> | null;
 }
 
-describe('POST /api/ingest (decisions §4)', () => {
+describe('POST /api/ingest', () => {
   let t: TestApp;
 
   beforeAll(async () => {

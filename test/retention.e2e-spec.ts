@@ -9,7 +9,7 @@ import { startTestApp, TestApp } from './support/test-app';
 const DAY = 86_400_000;
 const dayOf = (t: number) => new Date(Math.floor(t / DAY) * DAY).toISOString().slice(0, 10);
 
-describe('partitions and retention (decisions §8)', () => {
+describe('partitions and retention', () => {
   let t: TestApp;
   let maintenance: PartitionMaintenanceService;
 

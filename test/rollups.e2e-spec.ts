@@ -95,7 +95,7 @@ function makeMix(seed: number, days: number[], count: number): MixEvent[] {
 
 const toSeed = (e: MixEvent): SeedEvent => ({ ...e, eventTime: e.ts, receivedAt: Date.now() });
 
-describe('rollups (decisions §6, §7)', () => {
+describe('rollups', () => {
   let t: TestApp;
   let tenant: Awaited<ReturnType<typeof makeTenant>>;
   let service: RollupsService;

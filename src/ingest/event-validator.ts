@@ -97,7 +97,7 @@ const KNOWN_KEY_BOUND = 24;
 const SCALAR_BOUND = 24;
 
 /**
- * The hand-written validator of ingest events. It applies every per-event rule of decisions §4
+ * The hand-written validator of ingest events. It applies every per-event rule of docs/ingest.md
  * in one pass per event, without allocating for events that need no change. `IngestEventDto`
  * states the same schema declaratively; a property test keeps the two in agreement.
  *

@@ -1,6 +1,6 @@
 import { DAY_MS } from '@app/common/time';
 
-/** Field limits of an event (decisions §4). Lengths count Unicode code points. */
+/** Field limits of an event (docs/ingest.md). Lengths count Unicode code points. */
 export const EVENT_LIMITS = {
   eventNameMax: 200,
   identifierMax: 200,

@@ -81,7 +81,7 @@ function rejectedByCode(errors: { index: number; code: string }[]): Record<strin
   return counts;
 }
 
-/** The ingest rules of decisions §4: validation, time, PII, dedup, metering. */
+/** The ingest rules of docs/ingest.md: validation, time, PII, dedup, metering. */
 @Injectable()
 export class IngestService {
   constructor(
