@@ -8,7 +8,7 @@ import { bearer } from './factories';
 import { startTestApp, TestApp, testEnv } from './support/test-app';
 
 const exec = promisify(execFile);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+import { UUID } from '@app/common/ids';
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 interface Run {

@@ -3,11 +3,11 @@ import request from 'supertest';
 import { gzipSync } from 'node:zlib';
 import { bearer, makeTenant } from './factories';
 import { startTestApp, TestApp } from './support/test-app';
+import { DAY_MS as DAY } from '@app/common/time';
 
 // Random batches mixing valid and invalid events. Every event carries its position in
 // `deviceModel` (always valid), so the test can tell exactly which events were stored.
 
-const DAY = 86_400_000;
 const now = Date.now();
 
 const goodText = fc.string({ minLength: 1, maxLength: 12 });

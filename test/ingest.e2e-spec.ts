@@ -3,10 +3,9 @@ import { bearer, makeTenant } from './factories';
 import { startTestApp, TestApp } from './support/test-app';
 import type { ErrorCode } from '@app/common/app-error';
 import { expectProblem } from './support/problem';
+import { DAY_MS as DAY } from '@app/common/time';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
-
-const DAY = 86_400_000;
 
 interface StoredRow {
   event_name: string;

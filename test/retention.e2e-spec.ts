@@ -5,9 +5,7 @@ import { DedupExpiryService } from '@app/ingest/dedup-expiry.service';
 import { bearer, makeTenant } from './factories';
 import { seedEvents } from './factories/events';
 import { startTestApp, TestApp } from './support/test-app';
-
-const DAY = 86_400_000;
-const dayOf = (t: number) => new Date(Math.floor(t / DAY) * DAY).toISOString().slice(0, 10);
+import { DAY_MS as DAY, utcDateString as dayOf } from '@app/common/time';
 
 describe('partitions and retention', () => {
   let t: TestApp;

@@ -7,10 +7,7 @@ import { bearer, makeApiKey, makeApp, makeTenant } from './factories';
 import { SeedEvent, seedEvents } from './factories/events';
 import { startTestApp, TestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
-
-const DAY = 86_400_000;
-const dayOf = (t: number) => new Date(Math.floor(t / DAY) * DAY).toISOString().slice(0, 10);
-const startOf = (t: number) => Math.floor(t / DAY) * DAY;
+import { DAY_MS as DAY, utcDateString as dayOf, utcDayStart as startOf } from '@app/common/time';
 
 interface MixEvent {
   eventName: string;

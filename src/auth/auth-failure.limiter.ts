@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
-import { RateLimitStore } from '@app/common/rate-limit/rate-limit.store';
+import { RateLimitStore, retryAfterSeconds } from '@app/common/rate-limit/rate-limit.store';
 
 const WINDOW_MS = 60_000;
 
@@ -22,12 +22,12 @@ export class AuthFailureLimiter {
   }
 
   async assertNotBlocked(req: Request): Promise<void> {
-    const { count, resetMs } = await this.store.peek(this.key(req));
-    if (count >= this.config.authFailureLimit) {
+    const window = await this.store.peek(this.key(req));
+    if (window.count >= this.config.authFailureLimit) {
       throw new AppError(
         'too_many_auth_failures',
         'Too many requests with invalid keys from this address. Try again later.',
-        { headers: { 'Retry-After': String(Math.max(1, Math.ceil(resetMs / 1000))) } },
+        { headers: { 'Retry-After': String(retryAfterSeconds(window)) } },
       );
     }
   }

@@ -3,13 +3,13 @@ import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/commo
 import { randomUUID } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
+import { UUID } from '@app/common/ids';
 import { AppsService } from './apps.service';
 import { IngestMode, KeyEntity, KNOWN_SCOPES } from './key.entity';
 import { KeyRepository } from './key.repository';
 import { generateKey, hashKey, KeyPrefixKind, maskKey, parseKey } from './key-format';
 import type { RequestKey } from './authenticated-request';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CACHE_MAX_ENTRIES = 10_000;
 const LAST_USED_FLUSH_MS = 5_000;
 

@@ -2,6 +2,7 @@ import { CanActivate, ExecutionContext, Injectable, SetMetadata } from '@nestjs/
 import { Reflector } from '@nestjs/core';
 import type { Request } from 'express';
 import type { Scope } from './key.entity';
+import { normaliseAppId } from '@app/common/ids';
 import { requestKey } from './authenticated-request';
 import { appForbidden, insufficientScope } from './auth-errors';
 
@@ -28,7 +29,7 @@ export class ScopeGuard implements CanActivate {
     const key = requestKey(req);
     if (!key.scopes.includes(scope)) throw insufficientScope(scope);
     const appId = req.query.appId;
-    if (typeof appId === 'string' && appId !== '' && !key.appIds.includes(appId.toLowerCase())) {
+    if (typeof appId === 'string' && appId !== '' && !key.appIds.includes(normaliseAppId(appId))) {
       throw appForbidden(scope);
     }
     return true;

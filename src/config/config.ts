@@ -4,6 +4,10 @@ import * as path from 'node:path';
  * The whole runtime configuration. It is read from the environment once, at boot, by
  * `loadConfig`; nothing else in the code base reads `process.env`.
  */
+/** What ingest does with an email, phone or card number in a free-form field. */
+export const PII_POLICIES = ['redact', 'reject', 'allow'] as const;
+export type PiiPolicy = (typeof PII_POLICIES)[number];
+
 export interface AppConfig {
   port: number;
   host: string;
@@ -35,7 +39,7 @@ export interface AppConfig {
   ingestWriteConcurrency: number;
   /** The most events one ingest statement takes from waiting requests; a larger request goes alone. */
   ingestWriteMaxEvents: number;
-  piiPolicy: 'redact' | 'reject' | 'allow';
+  piiPolicy: PiiPolicy;
 
   rateWindowMs: number;
   ingestRateRequests: number;
@@ -177,7 +181,7 @@ function readConfig(env: Env): AppConfig {
     ingestMaxEventAgeDays: int(env, 'INGEST_MAX_EVENT_AGE_DAYS', 7, 1, 365),
     ingestWriteConcurrency: int(env, 'INGEST_WRITE_CONCURRENCY', 4, 1, 200),
     ingestWriteMaxEvents: int(env, 'INGEST_WRITE_MAX_EVENTS', 1000, 1, 100_000),
-    piiPolicy: oneOf(env, 'PII_POLICY', ['redact', 'reject', 'allow'] as const, 'redact'),
+    piiPolicy: oneOf(env, 'PII_POLICY', PII_POLICIES, 'redact'),
 
     rateWindowMs,
     ingestRateRequests: int(env, 'INGEST_RATE_REQUESTS', 100, 1, 10_000_000),

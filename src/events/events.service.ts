@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { AppError } from '@app/common/app-error';
+import { normaliseAppId } from '@app/common/ids';
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { decodeCursor, encodeCursor } from './cursor';
 import { EventFilters, EventRepository, EventRow } from './event.repository';
@@ -44,7 +45,7 @@ export class EventsService {
   constructor(private readonly events: EventRepository) {}
 
   async list(query: ListEventsQueryDto): Promise<EventsPage> {
-    const appId = query.appId.toLowerCase();
+    const appId = normaliseAppId(query.appId);
     const filters: EventFilters = {
       eventName: query.eventName,
       anonymousUserId: query.anonymousUserId,

@@ -8,9 +8,9 @@ import {
   TEXT_UNSTORABLE,
 } from './event-validator';
 import { normaliseLocale, normaliseTimezone } from './context-formats';
+import { DAY_MS as DAY } from '@app/common/time';
 
 const NOW = 1_763_780_000_000;
-const DAY = 86_400_000;
 
 function rules(overrides: Partial<EventRules> = {}): EventRules {
   return {

@@ -3,7 +3,7 @@ import { AppError, FieldError } from '@app/common/app-error';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppsService } from '@app/auth/apps.service';
 import type { RequestKey } from '@app/auth/authenticated-request';
-import { RateLimitStore } from '@app/common/rate-limit/rate-limit.store';
+import { RateLimitStore, retryAfterSeconds } from '@app/common/rate-limit/rate-limit.store';
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import { EventValidator } from './event-validator';
 import type { IngestBody } from './ingest-body.reader';
@@ -165,12 +165,11 @@ export class IngestService {
     const limit = this.config.ingestRateEvents;
     const window = await this.limits.hit(`events:${keyId}`, count, this.config.rateWindowMs);
     if (window.count > limit) {
-      const retryAfter = Math.max(1, Math.ceil(window.resetMs / 1000));
       throw new AppError(
         'rate_limited',
         `More than ${limit} events in ${this.config.rateWindowMs} ms for this key; nothing was stored.`,
         {
-          headers: { 'Retry-After': String(retryAfter) },
+          headers: { 'Retry-After': String(retryAfterSeconds(window)) },
           extra: { limitEvents: limit, windowMs: this.config.rateWindowMs },
         },
       );

@@ -30,7 +30,7 @@ export interface EventIssue<C extends string = EventErrorCode | EventWarningCode
   message: string;
 }
 
-export type PiiPolicy = 'redact' | 'reject' | 'allow';
+export type { PiiPolicy } from '@app/config/config';
 
 export type PayloadValue = string | number | boolean;
 export type Payload = Record<string, PayloadValue>;

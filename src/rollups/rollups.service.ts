@@ -1,10 +1,11 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
 import { AppError } from '@app/common/app-error';
-import { DAY_MS } from '@app/common/time';
+import { DAY_MS, utcDateString } from '@app/common/time';
+import { normaliseAppId, UUID } from '@app/common/ids';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { invalidQuery } from '@app/common/query-validation.pipe';
-import { addDays, daySpan, utcDateString } from '@app/common/reads/time-params';
+import { addDays, daySpan, parseUtcDate } from '@app/common/reads/time-params';
 import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
 import { RollupRepository, RollupRow } from './rollup.repository';
 import type { ListRollupsQueryDto } from './list-rollups-query.dto';
@@ -38,7 +39,6 @@ export const MAX_SPAN_DAYS = 366;
 
 // How long the CLI waits for a scheduled run on another instance to let go of the lock.
 const COMPUTE_LOCK_WAIT_MS = 120_000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function toRecord(appId: string, row: RollupRow): RollupRecordDto {
   const fvCount = row.fvCount;
@@ -61,7 +61,7 @@ function toRecord(appId: string, row: RollupRow): RollupRecordDto {
             avg: row.fvSum! / fvCount,
           },
     // Final once computed after the day ended (UTC): no later event can change it.
-    final: row.computedMs >= Date.parse(`${row.day}T00:00:00Z`) + DAY_MS,
+    final: row.computedMs >= parseUtcDate(row.day)! + DAY_MS,
     computedAt: row.computedMs,
   };
 }
@@ -116,7 +116,7 @@ export class RollupsService implements BeforeApplicationShutdown {
         },
       ]);
     }
-    const appId = query.appId.toLowerCase();
+    const appId = normaliseAppId(query.appId);
     const rows = await this.rollups.list(appId, {
       fromDate,
       toDate,
@@ -156,7 +156,7 @@ export class RollupsService implements BeforeApplicationShutdown {
    * the lock rather than skipping.
    */
   async compute(options: ComputeOptions): Promise<{ days: number; rows: number }> {
-    const appId = options.appId?.toLowerCase();
+    const appId = options.appId === undefined ? undefined : normaliseAppId(options.appId);
     if (appId !== undefined && !UUID.test(appId)) {
       throw new AppError('invalid_query', `appId must be a UUID, got "${options.appId}"`);
     }

@@ -1,12 +1,8 @@
-import { DAY_MS, HOUR_MS } from '@app/common/time';
+import { DAY_MS, HOUR_MS, utcDateString, utcDayStart } from '@app/common/time';
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { PartitionRepository } from './partition.repository';
-
-function utcDay(t: number): Date {
-  return new Date(Math.floor(t / DAY_MS) * DAY_MS);
-}
 
 /**
  * Keeps the daily partitions of `events` ready: every day an accepted event can land in
@@ -51,7 +47,7 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap {
    * read scans at most the current day without an index.
    */
   async indexEndedDays(now: number): Promise<string[]> {
-    const today = utcDay(now).toISOString().slice(0, 10);
+    const today = utcDateString(now);
     const built: string[] = [];
     for (const p of await this.partitions.list()) {
       if (p.day < today) built.push(...(await this.partitions.indexFilters(p.name)));
@@ -62,13 +58,12 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap {
   async ensurePartitions(now: number): Promise<number> {
     const existing = new Set((await this.partitions.list()).map((p) => p.day));
     // One extra day behind covers a client clock skew correction at the window's edge.
-    const first = utcDay(now - (this.config.ingestMaxEventAgeDays + 1) * DAY_MS).getTime();
-    const last = utcDay(now + this.config.partitionsAheadDays * DAY_MS).getTime();
+    const first = utcDayStart(now - (this.config.ingestMaxEventAgeDays + 1) * DAY_MS);
+    const last = utcDayStart(now + this.config.partitionsAheadDays * DAY_MS);
     let created = 0;
     for (let t = first; t <= last; t += DAY_MS) {
-      const day = new Date(t);
-      if (existing.has(day.toISOString().slice(0, 10))) continue;
-      await this.partitions.create(day);
+      if (existing.has(utcDateString(t))) continue;
+      await this.partitions.create(new Date(t));
       created++;
     }
     return created;
@@ -78,9 +73,7 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap {
     // Never drop a day that ingest may still write to, even with a retention shorter than
     // the accepted event age: that insert would fail for a missing partition.
     const keepDays = Math.max(this.config.eventRetentionDays, this.config.ingestMaxEventAgeDays + 1);
-    const cutoff = utcDay(now - keepDays * DAY_MS)
-      .toISOString()
-      .slice(0, 10);
+    const cutoff = utcDateString(now - keepDays * DAY_MS);
     const dropped: string[] = [];
     for (const p of await this.partitions.list()) {
       if (p.day < cutoff) {

@@ -1,4 +1,4 @@
-import { DAY_MS } from '@app/common/time';
+import { DAY_MS, utcDateString } from '@app/common/time';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -6,7 +6,7 @@ import { DataSource } from 'typeorm';
 const PARTITION_NAME = /^events_p(\d{4})(\d{2})(\d{2})$/;
 
 function dayName(day: Date): string {
-  return `events_p${day.toISOString().slice(0, 10).replace(/-/g, '')}`;
+  return `events_p${utcDateString(day.getTime()).replace(/-/g, '')}`;
 }
 
 /** DDL for the daily partitions of `events`. Partition bounds are UTC days. */
@@ -32,8 +32,8 @@ export class PartitionRepository {
 
   /** Creates the partition of one UTC day if it does not exist (safe to race). */
   async create(day: Date): Promise<void> {
-    const start = day.toISOString().slice(0, 10);
-    const end = new Date(day.getTime() + DAY_MS).toISOString().slice(0, 10);
+    const start = utcDateString(day.getTime());
+    const end = utcDateString(day.getTime() + DAY_MS);
     try {
       await this.db.query(
         `CREATE TABLE IF NOT EXISTS ${dayName(day)} PARTITION OF events

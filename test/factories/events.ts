@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { utcDateString } from '@app/common/time';
 
 /** One stored event. Times are epoch ms; `ts` (effective time) defaults to eventTime, then receivedAt. */
 export interface SeedEvent {
@@ -20,8 +21,6 @@ export interface SeedEvent {
   floatValue?: number | null;
   payload?: Record<string, string | number | boolean> | null;
 }
-
-const DAY_MS = 86_400_000;
 
 /**
  * Stores events the way ingest does: one row per event in `events` (partition chosen by `ts`)
@@ -48,11 +47,7 @@ export async function seedEvents(db: DataSource, appId: string, events: SeedEven
     float_value: e.floatValue ?? null,
     payload: e.payload ?? null,
   }));
-  const days = [
-    ...new Set(
-      rows.map((r) => new Date(Math.floor(Date.parse(r.ts) / DAY_MS) * DAY_MS).toISOString().slice(0, 10)),
-    ),
-  ];
+  const days = [...new Set(rows.map((r) => utcDateString(Date.parse(r.ts))))];
   return db.transaction(async (tx) => {
     const inserted = (await tx.query(
       `INSERT INTO events (app_id, ts, received_at, event_time, event_name, event_id, anonymous_user_id,

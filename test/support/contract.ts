@@ -1,3 +1,4 @@
+import { UUID } from '@app/common/ids';
 import type { INestApplication } from '@nestjs/common';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import Ajv2020 from 'ajv/dist/2020';
@@ -11,7 +12,7 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 const FORMATS: Record<string, RegExp> = {
   date: /^\d{4}-\d{2}-\d{2}$/,
   'date-time': /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i,
-  uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
+  uuid: UUID,
   uri: /^[a-z][a-z0-9+.-]*:\S*$/i,
   int64: /^-?\d+$/,
 };

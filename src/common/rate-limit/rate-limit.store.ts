@@ -10,6 +10,11 @@ export interface WindowCount {
   resetMs: number;
 }
 
+/** The `Retry-After` of a full window: whole seconds until it resets, at least 1. */
+export function retryAfterSeconds(window: Pick<WindowCount, 'resetMs'>): number {
+  return Math.max(1, Math.ceil(window.resetMs / 1000));
+}
+
 export abstract class RateLimitStore {
   /** Adds `cost` to the counter of `key` and returns the new count. */
   abstract hit(key: string, cost: number, windowMs: number): Promise<WindowCount>;

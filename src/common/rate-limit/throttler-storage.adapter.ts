@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ThrottlerStorage } from '@nestjs/throttler';
-import { RateLimitStore } from './rate-limit.store';
+import { RateLimitStore, retryAfterSeconds } from './rate-limit.store';
 
 type ThrottlerStorageRecord = Awaited<ReturnType<ThrottlerStorage['increment']>>;
 
@@ -10,8 +10,9 @@ export class ThrottlerStorageAdapter implements ThrottlerStorage {
   constructor(private readonly store: RateLimitStore) {}
 
   async increment(key: string, ttl: number, limit: number): Promise<ThrottlerStorageRecord> {
-    const { count, resetMs } = await this.store.hit(`req:${key}`, 1, ttl);
-    const seconds = Math.max(1, Math.ceil(resetMs / 1000));
+    const window = await this.store.hit(`req:${key}`, 1, ttl);
+    const count = window.count;
+    const seconds = retryAfterSeconds(window);
     return {
       totalHits: count,
       timeToExpire: seconds,

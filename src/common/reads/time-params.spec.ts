@@ -1,4 +1,5 @@
-import { addDays, daySpan, parseInstant, parseUtcDate, utcDateString } from './time-params';
+import { utcDateString } from '@app/common/time';
+import { addDays, daySpan, parseInstant, parseUtcDate } from './time-params';
 
 describe('time parameters', () => {
   it('parseUtcDate accepts real days only', () => {

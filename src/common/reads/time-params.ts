@@ -1,4 +1,4 @@
-import { DAY_MS } from '@app/common/time';
+import { DAY_MS, utcDateString } from '@app/common/time';
 
 // 9999-12-31T23:59:59.999Z: four-digit years keep every bound an ISO string PostgreSQL parses.
 const MAX_EPOCH_MS = 253_402_300_799_999;
@@ -59,11 +59,6 @@ export function parseInstant(value: string): number | null {
   return base + ((hours * 60 + minutes) * 60 + seconds) * 1000 + millis - offsetMinutes * 60_000;
 }
 
-/** `YYYY-MM-DD` of the UTC day that contains `t`. */
-export function utcDateString(t: number): string {
-  return new Date(Math.floor(t / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
-}
-
 /** Adds whole days to a `YYYY-MM-DD` string. */
 export function addDays(date: string, days: number): string {
   return utcDateString(parseUtcDate(date)! + days * DAY_MS);
@@ -73,5 +68,3 @@ export function addDays(date: string, days: number): string {
 export function daySpan(from: string, to: string): number {
   return Math.round((parseUtcDate(to)! - parseUtcDate(from)!) / DAY_MS) + 1;
 }
-
-export { DAY_MS };
