@@ -1,20 +1,18 @@
 import request from 'supertest';
 import { KeysService } from '@app/auth/keys.service';
 import { bearer, makeApiKey, makeApp, makeIngestKey, makeTenant } from './factories';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
 const INVALID = 'Bearer realm="tally", error="invalid_token"';
 
 describe('authentication and authorization', () => {
-  let t: TestApp;
+  const t = useTestApp({ AUTH_FAILURE_LIMIT: '1000' });
   let tenant: Awaited<ReturnType<typeof makeTenant>>;
 
   beforeAll(async () => {
-    t = await startTestApp({ AUTH_FAILURE_LIMIT: '1000' });
     tenant = await makeTenant(t.app);
   });
-  afterAll(() => t.close());
 
   const ingest = (headers: Record<string, string>) =>
     request(t.http)
@@ -145,12 +143,7 @@ describe('authentication and authorization', () => {
 });
 
 describe('401 flood', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp({ AUTH_FAILURE_LIMIT: '3' });
-  });
-  afterAll(() => t.close());
-
+  const t = useTestApp({ AUTH_FAILURE_LIMIT: '3' });
   it('answers 429 once an address has had AUTH_FAILURE_LIMIT 401s in a minute, even for a good key', async () => {
     const tenant = await makeTenant(t.app);
     for (let i = 0; i < 3; i++) {

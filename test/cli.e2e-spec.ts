@@ -5,7 +5,7 @@ import request from 'supertest';
 import { loadConfig } from '@app/config/config';
 import { runCli } from '@app/cli/main';
 import { bearer } from './factories';
-import { startTestApp, TestApp, testEnv } from './support/test-app';
+import { testEnv, useTestApp } from './support/test-app';
 
 const exec = promisify(execFile);
 import { UUID } from '@app/common/ids';
@@ -39,12 +39,7 @@ function expectUsageError(run: Run, pattern: RegExp) {
 }
 
 describe('admin CLI', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp();
-  });
-  afterAll(() => t.close());
-
+  const t = useTestApp();
   const countApps = async () => Number((await t.db.query('SELECT count(*) AS n FROM apps'))[0].n);
   const countKeys = async () => Number((await t.db.query('SELECT count(*) AS n FROM keys'))[0].n);
 

@@ -1,21 +1,19 @@
 import request from 'supertest';
 import { bearer, makeApiKey, makeApp, makeTenant } from './factories';
 import { SeedEvent, seedEvents } from './factories/events';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
 const HOUR = 3_600_000;
 
 describe('GET /api/v1/events', () => {
-  let t: TestApp;
+  const t = useTestApp({ AUTH_FAILURE_LIMIT: '1000', READ_RATE_REQUESTS: '100000' });
   let tenant: Awaited<ReturnType<typeof makeTenant>>;
   const base = Date.now() - 3 * HOUR;
 
   beforeAll(async () => {
-    t = await startTestApp({ AUTH_FAILURE_LIMIT: '1000', READ_RATE_REQUESTS: '100000' });
     tenant = await makeTenant(t.app);
   });
-  afterAll(() => t.close());
 
   const list = (query: Record<string, string | number>, key = tenant.apiKey) =>
     request(t.http).get('/api/v1/events').query(query).set(bearer(key));

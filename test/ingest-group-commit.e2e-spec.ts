@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { bearer, makeTenant } from './factories';
-import { startTestApp, TestApp } from './support/test-app';
+import { startTestApp, useTestApp } from './support/test-app';
 import { IngestWriter } from '@app/ingest/ingest-writer';
 import type { AcceptedEvent } from '@app/ingest/ingest.types';
 import { MetricsService } from '@app/common/metrics/metrics.service';
@@ -41,14 +41,12 @@ async function histogram(metrics: MetricsService, name: string): Promise<{ sum: 
 
 // One statement at a time, so that batches arriving while it runs are grouped into the next one.
 describe('ingest group commit (INGEST_WRITE_CONCURRENCY=1)', () => {
-  let t: TestApp;
+  const t = useTestApp({ INGEST_WRITE_CONCURRENCY: '1', INGEST_WRITE_MAX_EVENTS: '1000' });
   let writer: IngestWriter;
 
   beforeAll(async () => {
-    t = await startTestApp({ INGEST_WRITE_CONCURRENCY: '1', INGEST_WRITE_MAX_EVENTS: '1000' });
     writer = t.app.get(IngestWriter);
   });
-  afterAll(() => t.close());
 
   const stored = async (tenant: Tenant) =>
     (await t.db.query(`SELECT event_name, event_id FROM events WHERE app_id = $1 ORDER BY event_name`, [

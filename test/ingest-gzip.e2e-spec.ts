@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { createGzip, gzipSync } from 'node:zlib';
 import { bearer, makeTenant } from './factories';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
@@ -24,12 +24,7 @@ async function gzipBomb(total: number): Promise<Buffer> {
 }
 
 describe('POST /api/ingest with Content-Encoding: gzip', () => {
-  let t: TestApp;
-
-  beforeAll(async () => {
-    t = await startTestApp({ AUTH_FAILURE_LIMIT: '1000' });
-  });
-  afterAll(() => t.close());
+  const t = useTestApp({ AUTH_FAILURE_LIMIT: '1000' });
 
   const postGzip = (tenant: Tenant, body: Buffer, encoding = 'gzip') => {
     const req = request(t.http)

@@ -2,7 +2,7 @@ import { ClientRequest, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { bearer, makeTenant } from './factories';
-import { startTestApp, TestApp } from './support/test-app';
+import { startTestApp, TestApp, useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
@@ -29,12 +29,7 @@ const PII_EVENT = {
 
 describe('PII_POLICY', () => {
   describe('reject', () => {
-    let t: TestApp;
-    beforeAll(async () => {
-      t = await startTestApp({ PII_POLICY: 'reject' });
-    });
-    afterAll(() => t.close());
-
+    const t = useTestApp({ PII_POLICY: 'reject' });
     it('rejects an event whose payload holds PII; user ids are still pseudonymised', async () => {
       const tenant = await makeTenant(t.app);
       const res = await post(t, tenant.liveKey, {
@@ -59,12 +54,7 @@ describe('PII_POLICY', () => {
   });
 
   describe('allow', () => {
-    let t: TestApp;
-    beforeAll(async () => {
-      t = await startTestApp({ PII_POLICY: 'allow' });
-    });
-    afterAll(() => t.close());
-
+    const t = useTestApp({ PII_POLICY: 'allow' });
     it('stores payload strings as sent; an email user id is still never stored raw', async () => {
       const tenant = await makeTenant(t.app);
       const res = await post(t, tenant.liveKey, { events: [PII_EVENT] });
@@ -80,12 +70,7 @@ describe('PII_POLICY', () => {
   });
 
   describe('redact (the default)', () => {
-    let t: TestApp;
-    beforeAll(async () => {
-      t = await startTestApp();
-    });
-    afterAll(() => t.close());
-
+    const t = useTestApp();
     it('replaces the payload string and keeps the event', async () => {
       const tenant = await makeTenant(t.app);
       const res = await post(t, tenant.liveKey, { events: [PII_EVENT] });
@@ -102,12 +87,7 @@ describe('PII_POLICY', () => {
 });
 
 describe('429: per ingest key rate limits', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp({ INGEST_RATE_REQUESTS: '3', INGEST_RATE_EVENTS: '10', RATE_WINDOW_MS: '60000' });
-  });
-  afterAll(() => t.close());
-
+  const t = useTestApp({ INGEST_RATE_REQUESTS: '3', INGEST_RATE_EVENTS: '10', RATE_WINDOW_MS: '60000' });
   it('the request rate: past INGEST_RATE_REQUESTS, 429 with Retry-After, nothing stored', async () => {
     const tenant = await makeTenant(t.app);
     for (let i = 1; i <= 3; i++) {
@@ -162,12 +142,7 @@ describe('429: per ingest key rate limits', () => {
 });
 
 describe('503: the database cannot serve', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp({ DATABASE_STATEMENT_TIMEOUT_MS: '300' });
-  });
-  afterAll(() => t.close());
-
+  const t = useTestApp({ DATABASE_STATEMENT_TIMEOUT_MS: '300' });
   it('a write that times out is 503 with Retry-After and stores nothing', async () => {
     const tenant = await makeTenant(t.app);
     expect((await post(t, tenant.liveKey, { events: [{ eventName: 'seed', eventId: 'held' }] })).status).toBe(
@@ -219,15 +194,13 @@ describe('503: the database cannot serve', () => {
 });
 
 describe('INGEST_MAX_INFLIGHT_BYTES', () => {
-  let t: TestApp;
+  const t = useTestApp({ INGEST_MAX_BYTES: '4096', INGEST_MAX_INFLIGHT_BYTES: '4096' });
   let port: number;
 
   beforeAll(async () => {
-    t = await startTestApp({ INGEST_MAX_BYTES: '4096', INGEST_MAX_INFLIGHT_BYTES: '4096' });
     await new Promise<void>((resolve) => t.http.listen(0, '127.0.0.1', resolve));
     port = (t.http.address() as AddressInfo).port;
   });
-  afterAll(() => t.close());
 
   /** A request that sends `sent` of `declared` body bytes and then waits, holding them. */
   async function holdOpen(key: string, declared: number, sent: number): Promise<ClientRequest> {

@@ -1,15 +1,10 @@
 import request from 'supertest';
 import { bearer, makeTenant } from './factories';
 import { expectProblem } from './support/problem';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 
 describe('ingest when the day has no partition', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp();
-  });
-  afterAll(() => t.close());
-
+  const t = useTestApp();
   it('answers 503 with Retry-After and stores nothing; the retried batch lands once the partition is back', async () => {
     const tenant = await makeTenant(t.app);
     const today = `events_p${new Date().toISOString().slice(0, 10).replace(/-/g, '')}`;

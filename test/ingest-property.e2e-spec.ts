@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import request from 'supertest';
 import { gzipSync } from 'node:zlib';
 import { bearer, makeTenant } from './factories';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 import { DAY_MS as DAY } from '@app/common/time';
 
 // Random batches mixing valid and invalid events. Every event carries its position in
@@ -88,12 +88,7 @@ interface Result {
 }
 
 describe('POST /api/ingest: properties over random batches', () => {
-  let t: TestApp;
-
-  beforeAll(async () => {
-    t = await startTestApp({ INGEST_RATE_REQUESTS: '100000', INGEST_RATE_EVENTS: '1000000' });
-  });
-  afterAll(() => t.close());
+  const t = useTestApp({ INGEST_RATE_REQUESTS: '100000', INGEST_RATE_EVENTS: '1000000' });
 
   async function send(key: string, body: string, gzip: boolean): Promise<request.Response> {
     const req = request(t.http).post('/api/ingest').set(bearer(key)).set('Content-Type', 'application/json');

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { bearer, makeTenant } from './factories';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 import type { ErrorCode } from '@app/common/app-error';
 import { expectProblem } from './support/problem';
 import { DAY_MS as DAY } from '@app/common/time';
@@ -28,16 +28,11 @@ interface StoredRow {
 }
 
 describe('POST /api/ingest', () => {
-  let t: TestApp;
-
-  beforeAll(async () => {
-    t = await startTestApp({
-      AUTH_FAILURE_LIMIT: '1000',
-      INGEST_MAX_EVENTS: '50',
-      INGEST_MAX_BYTES: '65536',
-    });
+  const t = useTestApp({
+    AUTH_FAILURE_LIMIT: '1000',
+    INGEST_MAX_EVENTS: '50',
+    INGEST_MAX_BYTES: '65536',
   });
-  afterAll(() => t.close());
 
   const post = (key: string, body: unknown) =>
     request(t.http)

@@ -6,7 +6,7 @@ import { bearer, makeTenant } from './factories';
 import { PROBLEM_SCHEMA_REF } from '@app/common/openapi';
 import { buildOpenApiDocument } from '@app/ops/openapi';
 import { DrainState } from '@app/ops/drain-state';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 import { Contract } from './support/contract';
 
 // `UPDATE_OPENAPI=1 npx jest test/openapi.e2e-spec.ts` rewrites the committed copy after an
@@ -22,17 +22,15 @@ type Operation = {
 };
 
 describe('OpenAPI document', () => {
-  let t: TestApp;
+  const t = useTestApp();
   let served: Record<string, unknown> & { paths: Record<string, Record<string, Operation>> };
 
   beforeAll(async () => {
-    t = await startTestApp();
     const res = await request(t.http).get('/openapi.json');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     served = res.body;
   });
-  afterAll(() => t.close());
 
   it('GET /openapi.json serves the document buildOpenApiDocument generates', () => {
     expect(served).toEqual(JSON.parse(JSON.stringify(buildOpenApiDocument(t.app))));
@@ -93,14 +91,12 @@ describe('OpenAPI document', () => {
 });
 
 describe('contract checks', () => {
-  let t: TestApp;
+  const t = useTestApp({ AUTH_FAILURE_LIMIT: '1000' });
   let contract: Contract;
 
   beforeAll(async () => {
-    t = await startTestApp({ AUTH_FAILURE_LIMIT: '1000' });
     contract = new Contract(t.app);
   });
-  afterAll(() => t.close());
 
   it('accept a conforming response and reject one that is not documented or does not match', async () => {
     const ok = await request(t.http).get('/healthz');

@@ -4,7 +4,7 @@ import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { makeTenant } from './factories';
-import { startTestApp, testDatabaseUrl, TestApp } from './support/test-app';
+import { testDatabaseUrl, useTestApp } from './support/test-app';
 import { freePort } from './support/free-port';
 
 // Runs the built server (`npm test` builds it first) as a child process, as in production.
@@ -109,13 +109,11 @@ function connectionRefused(port: number): Promise<boolean> {
 }
 
 describe('graceful shutdown on SIGTERM', () => {
-  let t: TestApp;
+  const t = useTestApp();
 
   beforeAll(async () => {
     if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: run npm run build first`);
-    t = await startTestApp();
   });
-  afterAll(() => t.close());
 
   it('answers in-flight ingest requests, loses no acknowledged event, refuses new connections and exits 0', async () => {
     const tenant = await makeTenant(t.app);

@@ -6,7 +6,7 @@ import { MetricsService } from '@app/common/metrics/metrics.service';
 import { RollupsScheduler } from '@app/rollups/rollups.scheduler';
 import { READ_DATA_SOURCE } from '@app/database/database.module';
 import { bearer, makeTenant } from './factories';
-import { startTestApp, testDatabaseUrl, TestApp } from './support/test-app';
+import { startTestApp, testDatabaseUrl, useTestApp } from './support/test-app';
 import { Contract } from './support/contract';
 import { expectProblem } from './support/problem';
 
@@ -24,14 +24,12 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 }
 
 describe('health, readiness and metrics', () => {
-  let t: TestApp;
+  const t = useTestApp();
   let contract: Contract;
 
   beforeAll(async () => {
-    t = await startTestApp();
     contract = new Contract(t.app);
   });
-  afterAll(() => t.close());
 
   it('GET /healthz answers 200 without a key, touching nothing', async () => {
     const res = await request(t.http).get('/healthz');

@@ -4,22 +4,20 @@ import { PartitionRepository } from '@app/storage/partition.repository';
 import { DedupExpiryService } from '@app/ingest/dedup-expiry.service';
 import { bearer, makeTenant } from './factories';
 import { seedEvents } from './factories/events';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 import { DAY_MS as DAY, utcDateString as dayOf } from '@app/common/time';
 
 describe('partitions and retention', () => {
-  let t: TestApp;
+  const t = useTestApp({
+    EVENT_RETENTION_DAYS: '90',
+    INGEST_MAX_EVENT_AGE_DAYS: '7',
+    PARTITIONS_AHEAD_DAYS: '3',
+  });
   let maintenance: PartitionMaintenanceService;
 
   beforeAll(async () => {
-    t = await startTestApp({
-      EVENT_RETENTION_DAYS: '90',
-      INGEST_MAX_EVENT_AGE_DAYS: '7',
-      PARTITIONS_AHEAD_DAYS: '3',
-    });
     maintenance = t.app.get(PartitionMaintenanceService);
   });
-  afterAll(() => t.close());
 
   const partitionDays = async () => new Set((await t.app.get(PartitionRepository).list()).map((p) => p.day));
 

@@ -1,15 +1,10 @@
 import request from 'supertest';
 import { RollupsService } from '@app/rollups/rollups.service';
 import { bearer, makeTenant } from './factories';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 
 describe('rollups of float values near the double range', () => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp();
-  });
-  afterAll(() => t.close());
-
+  const t = useTestApp();
   it('saturates the sum instead of failing the day, and other apps are computed in the same run', async () => {
     const big = await makeTenant(t.app);
     const small = await makeTenant(t.app);

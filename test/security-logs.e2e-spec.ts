@@ -2,7 +2,7 @@ import request from 'supertest';
 import { PinoLogger } from 'nestjs-pino';
 import pino from 'pino';
 import { bearer, makeTenant } from './factories';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 
 // Its own file: nestjs-pino keeps one logger per module registry, so the log level and the
 // captured stream must not be shared with the apps of another suite.
@@ -15,19 +15,17 @@ const UNTHROTTLED = {
 };
 
 describe('keys never reach the logs', () => {
-  let t: TestApp;
+  const t = useTestApp({ ...UNTHROTTLED, LOG_LEVEL: 'debug' });
   let tenant: Awaited<ReturnType<typeof makeTenant>>;
   const lines: string[] = [];
 
   beforeAll(async () => {
-    t = await startTestApp({ ...UNTHROTTLED, LOG_LEVEL: 'debug' });
     // Every request logger is a child of the root logger and writes to its stream.
     (PinoLogger.root as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] = {
       write: (line: string) => lines.push(line),
     };
     tenant = await makeTenant(t.app);
   });
-  afterAll(() => t.close());
 
   it('valid, invalid, wrong-kind and misplaced keys are absent from every log line', async () => {
     const { liveKey, testKey, apiKey, appId } = tenant;

@@ -41,11 +41,17 @@ export class RollupComputationRepository {
     try {
       await runner.connect();
       if (!(await this.lock(runner, waitMs))) return { locked: false };
+      const unlock = () => runner.query('SELECT pg_advisory_unlock($1)', [ROLLUP_LOCK_ID]);
+      let value: T;
       try {
-        return { locked: true, value: await work(runner) };
-      } finally {
-        await runner.query('SELECT pg_advisory_unlock($1)', [ROLLUP_LOCK_ID]);
+        value = await work(runner);
+      } catch (err) {
+        // The work's error is the one to report: a lost connection has released the lock anyway.
+        await unlock().catch(() => undefined);
+        throw err;
       }
+      await unlock();
+      return { locked: true, value };
     } finally {
       await runner.release();
     }

@@ -46,3 +46,18 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
     close: () => app.close(),
   };
 }
+
+/**
+ * Starts a test app before the tests of the enclosing `describe` (or file) and closes it after
+ * them. The returned object is filled in by the time the first test runs.
+ */
+export function useTestApp(env: Record<string, string> = {}): TestApp {
+  const handle = {} as TestApp;
+  beforeAll(async () => {
+    Object.assign(handle, await startTestApp(env));
+  });
+  afterAll(async () => {
+    await handle.close?.();
+  });
+  return handle;
+}
