@@ -4,7 +4,7 @@ import { Logger } from 'nestjs-pino';
 import helmet from 'helmet';
 import type { Request, Response } from 'express';
 import type { AppConfig } from './config/config';
-import { AppModule } from './app.module';
+import { AppModule, AppOptions } from './app.module';
 import { ProblemFilter } from './common/problem.filter';
 import { assignRequestId } from './common/request-id';
 import { setupOpenApi } from './ops/openapi';
@@ -13,8 +13,11 @@ const INGEST_PATH = /^\/api\/ingest(\/|\?|$)/;
 const DOCS_PATH_PATTERN = /^\/docs(\/|$)/;
 
 /** Builds the configured Nest application. The server, the tests and the benchmark share it. */
-export async function createApp(config: AppConfig): Promise<NestExpressApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
+export async function createApp(
+  config: AppConfig,
+  options: AppOptions = {},
+): Promise<NestExpressApplication> {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config, options), {
     // The ingest body is read by the ingest module itself (size limits, gzip); nothing else takes one.
     bodyParser: false,
     bufferLogs: true,

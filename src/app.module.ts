@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { LoggerModule } from 'nestjs-pino';
+import type { DestinationStream } from 'pino';
 import { ScheduleModule } from '@nestjs/schedule';
 import type { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
@@ -12,14 +13,19 @@ import { RollupsModule } from './rollups/rollups.module';
 import { OpsModule } from './ops/ops.module';
 import { StorageModule } from './storage/storage.module';
 
+export interface AppOptions {
+  /** Where the log lines go instead of stdout. */
+  logDestination?: DestinationStream;
+}
+
 @Module({})
 export class AppModule {
-  static forRoot(config: AppConfig): DynamicModule {
+  static forRoot(config: AppConfig, options: AppOptions = {}): DynamicModule {
     return {
       module: AppModule,
       imports: [
         ConfigModule.forRoot(config),
-        LoggerModule.forRoot(loggerOptions(config)),
+        LoggerModule.forRoot(loggerOptions(config, options.logDestination)),
         DatabaseModule.forRoot(config),
         ScheduleModule.forRoot(),
         AuthModule,

@@ -1,4 +1,5 @@
 import type { Params } from 'nestjs-pino';
+import type { DestinationStream } from 'pino';
 import type { AppConfig } from '@app/config/config';
 import { assignRequestId } from './request-id';
 
@@ -9,32 +10,34 @@ function loggableUrl(url: unknown): unknown {
   return typeof url === 'string' ? url.replace(KEY_IN_URL, 'tly_$1_[redacted]').slice(0, 512) : url;
 }
 
-/** One JSON line per request, with the request id; credentials are never written. */
-export function loggerOptions(config: AppConfig): Params {
-  return {
-    pinoHttp: {
-      level: config.logLevel,
-      genReqId: (req, res) => assignRequestId(req, res),
-      redact: {
-        paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]'],
-        censor: '[redacted]',
-      },
-      serializers: {
-        req: (req: { id: string; method: string; url: string; headers: Record<string, unknown> }) => ({
-          id: req.id,
-          method: req.method,
-          url: loggableUrl(req.url),
-          headers: {
-            authorization: req.headers.authorization,
-            'content-type': req.headers['content-type'],
-            'content-encoding': req.headers['content-encoding'],
-            'content-length': req.headers['content-length'],
-          },
-        }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-      },
-      customLogLevel: (_req, res, err) =>
-        err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+/**
+ * One JSON line per request, with the request id; credentials are never written. Lines go to
+ * stdout unless `destination` is given (the tests capture them there).
+ */
+export function loggerOptions(config: AppConfig, destination?: DestinationStream): Params {
+  const options: Exclude<Params['pinoHttp'], DestinationStream | unknown[] | undefined> = {
+    level: config.logLevel,
+    genReqId: (req, res) => assignRequestId(req, res),
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]'],
+      censor: '[redacted]',
     },
+    serializers: {
+      req: (req: { id: string; method: string; url: string; headers: Record<string, unknown> }) => ({
+        id: req.id,
+        method: req.method,
+        url: loggableUrl(req.url),
+        headers: {
+          authorization: req.headers.authorization,
+          'content-type': req.headers['content-type'],
+          'content-encoding': req.headers['content-encoding'],
+          'content-length': req.headers['content-length'],
+        },
+      }),
+      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+    },
+    customLogLevel: (_req, res, err) =>
+      err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
   };
+  return { pinoHttp: destination ? [options, destination] : options };
 }

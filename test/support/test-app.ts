@@ -5,6 +5,7 @@ import { getDataSourceToken } from '@nestjs/typeorm';
 import { AppConfig, loadConfig } from '@app/config/config';
 import { prepareDatabase } from '@app/database/prepare';
 import { createApp } from '@app/app.factory';
+import type { AppOptions } from '@app/app.module';
 
 export interface TestApp {
   app: INestApplication;
@@ -32,11 +33,17 @@ export function testEnv(env: Record<string, string> = {}): Record<string, string
   };
 }
 
-/** Boots the real application (migrations included) in-process, for Supertest. */
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+/**
+ * Boots the real application (migrations included) in-process, for Supertest. Logs are off
+ * (LOG_LEVEL=silent) unless `env` asks for them; `options.logDestination` captures them.
+ */
+export async function startTestApp(
+  env: Record<string, string> = {},
+  options: AppOptions = {},
+): Promise<TestApp> {
   const config = loadConfig(testEnv(env));
   await prepareDatabase(config, { migrate: true });
-  const app = await createApp(config);
+  const app = await createApp(config, options);
   await app.init();
   return {
     app,
@@ -51,10 +58,10 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
  * Starts a test app before the tests of the enclosing `describe` (or file) and closes it after
  * them. The returned object is filled in by the time the first test runs.
  */
-export function useTestApp(env: Record<string, string> = {}): TestApp {
+export function useTestApp(env: Record<string, string> = {}, options: AppOptions = {}): TestApp {
   const handle = {} as TestApp;
   beforeAll(async () => {
-    Object.assign(handle, await startTestApp(env));
+    Object.assign(handle, await startTestApp(env, options));
   });
   afterAll(async () => {
     await handle.close?.();
