@@ -11,6 +11,7 @@ import { IngestModule } from './ingest/ingest.module';
 import { EventsModule } from './events/events.module';
 import { RollupsModule } from './rollups/rollups.module';
 import { OpsModule } from './ops/ops.module';
+import { DashboardModule } from './dashboard/dashboard.module';
 
 @Module({})
 export class AppModule {
@@ -29,6 +30,7 @@ export class AppModule {
         EventsModule,
         RollupsModule,
         OpsModule,
+        ...(config.dashboardEnabled ? [DashboardModule] : []),
       ],
     };
   }
