@@ -339,6 +339,11 @@ describe('dashboard in Chromium', () => {
         });
       }
     }
+    // The first screen in light mode, the size the README shows (docs/dashboard.png).
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize({ width: 1100, height: 700 });
+    await page.waitForTimeout(150);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-overview.png') });
     await page.setViewportSize({ width: 360, height: 800 });
     await page.waitForTimeout(300);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
