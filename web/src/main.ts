@@ -135,6 +135,10 @@ async function signIn(key: string): Promise<void> {
       return option;
     }),
   );
+  if (state.key.apps.length === 0) {
+    showMessage('This key grants access to no app that still exists. Issue a key for an app.');
+    return;
+  }
   await loadRollups();
   startLive();
 }
