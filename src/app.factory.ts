@@ -11,6 +11,7 @@ import { setupOpenApi } from './ops/openapi';
 
 const INGEST_PATH = /^\/api\/ingest(\/|\?|$)/;
 const DOCS_PATH_PATTERN = /^\/docs(\/|$)/;
+const DASHBOARD_PATH_PATTERN = /^\/dashboard(\/|$)/;
 
 /** Builds the configured Nest application. The server, the tests and the benchmark share it. */
 export async function createApp(
@@ -54,9 +55,33 @@ export async function createApp(
     },
     crossOriginResourcePolicy: false,
   });
-  app.use((req: Request, res: Response, next: (err?: unknown) => void) =>
-    (DOCS_PATH_PATTERN.test(req.path) ? docsHelmet : apiHelmet)(req, res, next),
-  );
+  // The dashboard loads only its own bundled script and stylesheets: no inline script or style.
+  const dashboardHelmet = helmet({
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'"],
+        connectSrc: ["'self'"],
+        objectSrc: ["'none'"],
+        baseUri: ["'none'"],
+        formAction: ["'none'"],
+        frameAncestors: ["'none'"],
+      },
+    },
+    crossOriginResourcePolicy: false,
+    referrerPolicy: { policy: 'no-referrer' },
+  });
+  app.use((req: Request, res: Response, next: (err?: unknown) => void) => {
+    const guard = DOCS_PATH_PATTERN.test(req.path)
+      ? docsHelmet
+      : DASHBOARD_PATH_PATTERN.test(req.path)
+        ? dashboardHelmet
+        : apiHelmet;
+    guard(req, res, next);
+  });
   // Ingest keys are public by nature (they ship inside apps), so ingest answers any origin.
   // The read endpoints send no CORS headers: browsers must not call them.
   app.enableCors((req: Request, callback) => {

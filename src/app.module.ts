@@ -17,6 +17,7 @@ export interface AppOptions {
   /** Where the log lines go instead of stdout. */
   logDestination?: DestinationStream;
 }
+import { DashboardModule } from './dashboard/dashboard.module';
 
 @Module({})
 export class AppModule {
@@ -34,6 +35,7 @@ export class AppModule {
         StorageModule,
         RollupsModule,
         OpsModule,
+        ...(config.dashboardEnabled ? [DashboardModule] : []),
       ],
     };
   }

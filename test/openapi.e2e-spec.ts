@@ -67,6 +67,7 @@ describe('OpenAPI document', () => {
       ['/api/ingest', 'post', 'ingestKey', [200, 401, 413, 429]],
       ['/api/v1/events', 'get', 'apiKey', [200, 401, 403]],
       ['/api/v1/rollups', 'get', 'apiKey', [200, 401, 403]],
+      ['/api/v1/key', 'get', 'apiKey', [200, 401, 429]],
     ];
     for (const [route, method, scheme, statuses] of expected) {
       const operation = served.paths[route]?.[method];

@@ -31,6 +31,13 @@ export class AppRepository {
     return rows.map((r) => r.id);
   }
 
+  /** Id and name of each existing app among `ids`, by name. */
+  async namesOf(ids: string[]): Promise<{ id: string; name: string }[]> {
+    return (await this.repo.query(`SELECT id, name FROM apps WHERE id = ANY($1::uuid[]) ORDER BY name, id`, [
+      ids,
+    ])) as { id: string; name: string }[];
+  }
+
   async piiSecret(appId: string): Promise<Buffer | null> {
     const rows = (await this.repo.query(`SELECT pii_secret FROM apps WHERE id = $1`, [appId])) as {
       pii_secret: Buffer;

@@ -36,6 +36,11 @@ export class AppsService {
     if (missing.length) throw new AppError('invalid_body', `No such app: ${missing.join(', ')}`);
   }
 
+  /** Id and name of the apps among `ids` that exist, ordered by name. */
+  namesOf(ids: string[]): Promise<{ id: string; name: string }[]> {
+    return ids.length ? this.apps.namesOf(ids) : Promise.resolve([]);
+  }
+
   /** The app's pseudonymisation key. Immutable, so it is cached for the process lifetime. */
   async piiSecret(appId: string): Promise<Buffer> {
     const cached = this.piiSecrets.get(appId);

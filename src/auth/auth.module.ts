@@ -12,9 +12,11 @@ import { KeyAuthenticator } from './key-auth';
 import { IngestKeyGuard } from './ingest-key.guard';
 import { ApiKeyGuard } from './api-key.guard';
 import { ScopeGuard } from './scope.guard';
+import { KeyInfoController } from './key-info.controller';
 
 @Module({
   imports: [TypeOrmModule.forFeature([AppEntity, KeyEntity]), RateLimitStoreModule],
+  controllers: [KeyInfoController],
   providers: [
     AppRepository,
     KeyRepository,

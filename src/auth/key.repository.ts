@@ -29,6 +29,10 @@ export class KeyRepository {
     return this.repo.createQueryBuilder('k').where('k.key_hash = :hash', { hash }).getOne();
   }
 
+  findById(id: string): Promise<KeyEntity | null> {
+    return this.repo.findOneBy({ id });
+  }
+
   /** Every key, or the keys that grant access to `appId`. Newest first. */
   list(appId?: string): Promise<KeyEntity[]> {
     const query = this.repo.createQueryBuilder('k').orderBy('k.created_at', 'DESC').addOrderBy('k.id', 'ASC');

@@ -9,6 +9,7 @@ import { IngestMode, KeyEntity, KNOWN_SCOPES } from './key.entity';
 import { KeyRepository } from './key.repository';
 import { generateKey, hashKey, KeyPrefixKind, maskKey, parseKey } from './key-format';
 import type { RequestKey } from './authenticated-request';
+import { invalidKey } from './auth-errors';
 
 const CACHE_MAX_ENTRIES = 10_000;
 const LAST_USED_FLUSH_MS = 5_000;
@@ -25,6 +26,14 @@ export interface KeyListing {
   lastUsedAt: string | null;
   expiresAt: string | null;
   revokedAt: string | null;
+}
+
+export interface KeyInfo {
+  id: string;
+  prefix: string;
+  scopes: string[];
+  expiresAt: string | null;
+  apps: { id: string; name: string }[];
 }
 
 function iso(d: Date | null): string | null {
@@ -121,6 +130,21 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     if (!key || !key.revokedAt) throw new AppError('invalid_body', `No such key: ${id}`);
     this.cache.clear();
     return { id: key.id, revokedAt: key.revokedAt.toISOString() };
+  }
+
+  /** The holder's view of an authenticated API key: mask, scopes, expiry and its apps by name. */
+  async describe(id: string): Promise<KeyInfo> {
+    const key = await this.keys.findById(id);
+    // The guard admitted the key a moment ago; gone now means revoked or deleted meanwhile.
+    if (!key || key.revokedAt) throw invalidKey();
+    const listing = this.toListing(key);
+    return {
+      id: listing.id,
+      prefix: listing.mask,
+      scopes: listing.scopes,
+      expiresAt: listing.expiresAt,
+      apps: await this.apps.namesOf(key.appIds),
+    };
   }
 
   /**

@@ -13,6 +13,7 @@ export const API_TAGS = {
   ingest: 'ingest',
   events: 'events',
   rollups: 'rollups',
+  key: 'key',
   operations: 'operations',
 } as const;
 

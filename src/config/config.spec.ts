@@ -18,6 +18,7 @@ describe('loadConfig', () => {
     expect(c.rollupIntervalSeconds).toBe(60);
     expect(c.eventRetentionDays).toBe(90);
     expect(c.keyCacheTtlMs).toBeLessThanOrEqual(30_000);
+    expect(c.dashboardEnabled).toBe(true);
   });
 
   it.each([
@@ -28,6 +29,7 @@ describe('loadConfig', () => {
     ['REDIS_URL', 'http://localhost'],
     ['PII_POLICY', 'maybe'],
     ['ROLLUPS_ENABLED', 'perhaps'],
+    ['DASHBOARD_ENABLED', 'sometimes'],
     ['KEY_CACHE_TTL_MS', '60000'],
     ['INGEST_MAX_EVENTS', '0'],
     ['EVENT_RETENTION_DAYS', '7'],
@@ -48,12 +50,14 @@ describe('loadConfig', () => {
       PORT: '8080',
       PII_POLICY: 'reject',
       ROLLUPS_ENABLED: 'false',
+      DASHBOARD_ENABLED: 'false',
       DATABASE_URL: 'postgres://u@h/db',
     });
     expect(c).toMatchObject({
       port: 8080,
       piiPolicy: 'reject',
       rollupsEnabled: false,
+      dashboardEnabled: false,
       databaseUrl: 'postgres://u@h/db',
     });
   });

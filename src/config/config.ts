@@ -51,6 +51,9 @@ export interface AppConfig {
   rollupIntervalSeconds: number;
   eventRetentionDays: number;
   partitionsAheadDays: number;
+
+  /** Serve the read-only web dashboard at /dashboard. */
+  dashboardEnabled: boolean;
 }
 
 export class ConfigError extends Error {
@@ -193,6 +196,8 @@ function readConfig(env: Env): AppConfig {
     rollupIntervalSeconds: int(env, 'ROLLUP_INTERVAL_SECONDS', 60, 1, 86_400),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 90, 1, 3650),
     partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 3, 1, 60),
+
+    dashboardEnabled: bool(env, 'DASHBOARD_ENABLED', true),
   };
 }
 

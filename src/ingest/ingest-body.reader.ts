@@ -59,6 +59,11 @@ export class IngestBodyReader {
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
+  /** Decoded body bytes held right now (reported by /metrics). */
+  get inFlightBytes(): number {
+    return this.inFlight;
+  }
+
   /**
    * Counts a request's decoded bytes against INGEST_MAX_INFLIGHT_BYTES until its response is
    * over. Parsed events take several times their JSON size in memory, so this bounds the memory

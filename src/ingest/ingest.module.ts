@@ -1,4 +1,6 @@
-import { Module } from '@nestjs/common';
+import { Inject, Module, OnModuleInit } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { MetricsService } from '@app/common/metrics/metrics.service';
 import { AuthModule } from '@app/auth/auth.module';
 import { MetricsModule } from '@app/common/metrics/metrics.module';
 import { RateLimitModule, RateLimitStoreModule } from '@app/common/rate-limit/rate-limit.module';
@@ -22,4 +24,14 @@ import { DedupExpiryService } from './dedup-expiry.service';
     DedupExpiryService,
   ],
 })
-export class IngestModule {}
+export class IngestModule implements OnModuleInit {
+  constructor(
+    private readonly metrics: MetricsService,
+    private readonly reader: IngestBodyReader,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  onModuleInit(): void {
+    this.metrics.watchIngestInflight(() => this.reader.inFlightBytes, this.config.ingestMaxInflightBytes);
+  }
+}

@@ -1,4 +1,4 @@
-import { MiddlewareConsumer, Module, NestModule, OnModuleInit } from '@nestjs/common';
+import { Inject, MiddlewareConsumer, Module, NestModule, OnModuleInit } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -6,6 +6,7 @@ import { READ_DATA_SOURCE } from '@app/database/database.module';
 import { RateLimitStoreModule } from '@app/common/rate-limit/rate-limit.module';
 import { MetricsModule } from '@app/common/metrics/metrics.module';
 import { MetricsService, PoolStats } from '@app/common/metrics/metrics.service';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { DrainState } from './drain-state';
 import { HttpMetricsMiddleware } from './http-metrics.middleware';
 import { HealthController } from './health.controller';
@@ -29,11 +30,20 @@ export class OpsModule implements NestModule, OnModuleInit {
     private readonly metrics: MetricsService,
     @InjectDataSource() private readonly primary: DataSource,
     @InjectDataSource(READ_DATA_SOURCE) private readonly read: DataSource,
+    private readonly readiness: ReadinessService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
     this.metrics.watchPool('primary', poolOf(this.primary));
     this.metrics.watchPool('read', poolOf(this.read));
+    this.metrics.watchReadiness(() =>
+      this.readiness.check().then(
+        () => true,
+        () => false,
+      ),
+    );
+    this.metrics.setRollupInterval(this.config.rollupIntervalSeconds);
   }
 
   configure(consumer: MiddlewareConsumer): void {

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { getHeapStatistics } from 'node:v8';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export interface IngestOutcome {
@@ -42,6 +43,8 @@ const ROLLUP_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 export class MetricsService {
   readonly registry = new Registry();
   private readonly pools = new Map<string, () => PoolStats | undefined>();
+  private inflight: { read: () => number; limit: number } | null = null;
+  private readiness: (() => Promise<boolean>) | null = null;
 
   private readonly httpRequests = new Counter({
     name: 'tally_http_requests_total',
@@ -103,6 +106,11 @@ export class MetricsService {
     help: 'Unix time of the last completed rollup run on this instance.',
     registers: [this.registry],
   });
+  private readonly rollupInterval = new Gauge({
+    name: 'tally_rollup_interval_seconds',
+    help: 'Configured time between two rollup runs (ROLLUP_INTERVAL_SECONDS).',
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -128,6 +136,63 @@ export class MetricsService {
       'Queries waiting for a free connection of a database pool.',
       (s) => s.waitingCount,
     );
+    this.scrapeTimeGauges();
+  }
+
+  /** Gauges read at scrape time: the ingest body budget, readiness and the V8 heap cap. */
+  private scrapeTimeGauges(): void {
+    // prom-client calls collect() with the gauge as `this`, so the sources are read through closures.
+    const inflight = () => this.inflight;
+    const readiness = () => this.readiness;
+    new Gauge({
+      name: 'tally_ingest_inflight_bytes',
+      help: 'Decoded ingest body bytes held by requests not yet answered (the in-flight budget in use).',
+      registers: [this.registry],
+      collect() {
+        const source = inflight();
+        if (source) this.set(source.read());
+      },
+    });
+    new Gauge({
+      name: 'tally_ingest_inflight_limit_bytes',
+      help: 'The in-flight budget, INGEST_MAX_INFLIGHT_BYTES; past it new ingest bodies get 503.',
+      registers: [this.registry],
+      collect() {
+        const source = inflight();
+        if (source) this.set(source.limit);
+      },
+    });
+    new Gauge({
+      name: 'tally_ready',
+      help: '1 when the readiness checks (as GET /readyz runs them) pass, 0 when they fail.',
+      registers: [this.registry],
+      async collect() {
+        const probe = readiness();
+        if (probe) this.set((await probe()) ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'tally_heap_limit_bytes',
+      help: 'The V8 heap cap of the process (--max-old-space-size), for heap-usage ratios.',
+      registers: [this.registry],
+      collect() {
+        this.set(getHeapStatistics().heap_size_limit);
+      },
+    });
+  }
+
+  /** Reports the ingest in-flight budget: bytes held now, and the configured limit. */
+  watchIngestInflight(read: () => number, limit: number): void {
+    this.inflight = { read, limit };
+  }
+
+  /** Runs `probe` at every scrape for `tally_ready`; it resolves false when not ready. */
+  watchReadiness(probe: () => Promise<boolean>): void {
+    this.readiness = probe;
+  }
+
+  setRollupInterval(seconds: number): void {
+    this.rollupInterval.set(seconds);
   }
 
   /** Registers a pool whose usage `/metrics` reports under the label `pool`. */

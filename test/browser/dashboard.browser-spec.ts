@@ -1,0 +1,394 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { chromium } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { RollupsService } from '@app/rollups/rollups.service';
+import { makeApiKey, makeApp, makeTenant } from '../factories';
+import { startTestApp, TestApp } from '../support/test-app';
+
+// Driven by test/browser/run.mjs, which finds the browser and passes its path.
+const BROWSER = process.env.TALLY_CHROMIUM ?? '';
+const SCREENSHOTS = path.join(__dirname, 'screenshots');
+const DAY_MS = 86_400_000;
+const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+/** Retries `read` until `check` passes or the time is up, then lets the last failure speak. */
+async function eventually<T>(
+  read: () => Promise<T>,
+  check: (value: T) => void,
+  timeoutMs = 8_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    try {
+      check(value);
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+interface Rollup {
+  date: string;
+  eventName: string | null;
+  isTestMode: boolean;
+  events: number;
+  uniqueUsers: number;
+  uniqueSessions: number;
+  floatValue: { count: number; sum: number; min: number; max: number; avg: number } | null;
+  final: boolean;
+}
+
+/** What a page reported: console errors, uncaught exceptions and CSP violations. */
+interface PageLog {
+  consoleErrors: string[];
+  cspViolations: string[];
+}
+
+describe('dashboard in Chromium', () => {
+  let t: TestApp;
+  let base: string;
+  let context: BrowserContext;
+  let profile: string;
+  let tenant: Awaited<ReturnType<typeof makeTenant>>;
+  let emptyApp: { id: string; name: string };
+  let apiKey: string;
+
+  const post = (key: string, events: object[]) =>
+    fetch(`${base}/api/ingest`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ events }),
+    });
+  const rollups = async (testMode: boolean): Promise<Rollup[]> => {
+    const res = await fetch(
+      `${base}/api/v1/rollups?appId=${tenant.appId}&range=30d&testMode=${String(testMode)}`,
+      { headers: { Authorization: `Bearer ${apiKey}` } },
+    );
+    expect(res.status).toBe(200);
+    return (await res.json()) as Rollup[];
+  };
+
+  async function openPage(): Promise<{ page: Page; log: PageLog }> {
+    const page = await context.newPage();
+    const log: PageLog = { consoleErrors: [], cspViolations: [] };
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') log.consoleErrors.push(`${msg.text()} ${msg.location().url}`);
+    });
+    page.on('pageerror', (err) => log.consoleErrors.push(`uncaught: ${err.message}`));
+    await page.exposeFunction('__reportCsp', (text: string) => log.cspViolations.push(text));
+    const res = await page.goto(`${base}/dashboard`);
+    expect(res?.status()).toBe(200);
+    return { page, log };
+  }
+
+  async function signIn(page: Page, key: string): Promise<void> {
+    await page.getByLabel('API key', { exact: true }).fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
+  const tableRows = (page: Page, id: string) =>
+    page.$$eval(`#${id} tbody tr`, (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
+    );
+
+  const fmt = (n: number | undefined) =>
+    n === undefined ? '–' : Number.isInteger(n) ? String(n) : n.toFixed(2);
+  const expectedRow = (r: Rollup) => [
+    r.date,
+    r.eventName ?? 'All events',
+    String(r.events),
+    String(r.uniqueUsers),
+    String(r.uniqueSessions),
+    r.floatValue ? String(r.floatValue.count) : '–',
+    fmt(r.floatValue?.sum),
+    fmt(r.floatValue?.min),
+    fmt(r.floatValue?.max),
+    fmt(r.floatValue?.avg),
+    r.final ? 'final' : 'open',
+  ];
+
+  async function chartValues(page: Page, id: string): Promise<Record<string, number>> {
+    const { days, values } = await page.$eval(`#${id}`, (el) => ({
+      days: (el as HTMLElement).dataset.days ?? '',
+      values: (el as HTMLElement).dataset.values ?? '',
+    }));
+    const v = values.split(',').map(Number);
+    return Object.fromEntries(days.split(',').map((d, i) => [d, v[i]]));
+  }
+
+  beforeAll(async () => {
+    if (!BROWSER) throw new Error('TALLY_CHROMIUM is not set: run these tests through test/browser/run.mjs');
+    t = await startTestApp({ AUTH_FAILURE_LIMIT: '1000', READ_RATE_REQUESTS: '1000' });
+    await t.app.listen(0, '127.0.0.1');
+    base = `http://127.0.0.1:${(t.http.address() as AddressInfo).port}`;
+
+    tenant = await makeTenant(t.app);
+    emptyApp = await makeApp(t.app, 'Empty app');
+    apiKey = (await makeApiKey(t.app, [tenant.appId, emptyApp.id])).key;
+    const now = Date.now();
+    const events: object[] = [];
+    for (let day = 0; day < 4; day++) {
+      for (let i = 0; i <= day; i++) {
+        const at = now - day * DAY_MS - i * 1000;
+        events.push({
+          eventName: 'App.opened',
+          eventTime: at,
+          anonymousUserId: `u${i}`,
+          sessionId: `s${day}-${i}`,
+        });
+        events.push({
+          eventName: 'Checkout.completed',
+          eventTime: at,
+          anonymousUserId: `u${i}`,
+          sessionId: `s${day}-${i}`,
+          floatValue: 1.25 * (i + 1),
+        });
+      }
+    }
+    expect((await post(tenant.liveKey, events)).status).toBe(200);
+    expect((await post(tenant.testKey, [{ eventName: 'Debug.tap', anonymousUserId: 'tester' }])).status).toBe(
+      200,
+    );
+    await t.app.get(RollupsService).compute({ appId: tenant.appId });
+
+    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-chromium-'));
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: BROWSER,
+      headless: true,
+      acceptDownloads: true,
+      viewport: { width: 1280, height: 900 },
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    // Every CSP violation the page meets is reported back to the test.
+    await context.addInitScript(() => {
+      document.addEventListener('securitypolicyviolation', (e) => {
+        const report = (window as unknown as { __reportCsp?: (s: string) => void }).__reportCsp;
+        report?.(
+          `${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile}:${e.lineNumber})`,
+        );
+      });
+    });
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) fs.rmSync(profile, { recursive: true, force: true });
+    await t?.close();
+  });
+
+  it('serves the page with a strict CSP and no inline script or style', async () => {
+    const res = await fetch(`${base}/dashboard`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("default-src 'self'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("style-src 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    const html = await res.text();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    expect(html).not.toMatch(/<style|\sstyle=/);
+    expect(html).not.toMatch(/https?:\/\//);
+    const js = await fetch(`${base}/dashboard/assets/dashboard.js`);
+    expect(js.status).toBe(200);
+    expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
+  });
+
+  it('signs in, picks an app, and shows the same numbers as /api/v1/rollups', async () => {
+    const { page, log } = await openPage();
+    await signIn(page, apiKey);
+    await page.locator('#board').waitFor();
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    expect(page.url()).toBe(`${base}/dashboard`);
+    expect(await page.locator('#key-label').textContent()).toContain('rollups:read');
+
+    const options = await page.$$eval('#app option', (os) => os.map((o) => o.textContent));
+    expect(options.sort()).toEqual([emptyApp.name, tenant.app.name].sort());
+    await page.getByLabel('App', { exact: true }).selectOption(tenant.appId);
+    await page.getByLabel('Range', { exact: true }).selectOption('30');
+
+    const api = await rollups(false);
+    const totals = api.filter((r) => r.eventName === null);
+    expect(totals).toHaveLength(4);
+    await eventually(
+      () => tableRows(page, 'rows'),
+      (rows) => expect(rows).toEqual(totals.map(expectedRow)),
+    );
+    expect(totals.filter((r) => !r.final)).toHaveLength(1);
+    for (const [chart, field] of [
+      ['chart-events', 'events'],
+      ['chart-users', 'uniqueUsers'],
+      ['chart-sessions', 'uniqueSessions'],
+    ] as const) {
+      const values = await chartValues(page, chart);
+      expect(Object.keys(values)).toHaveLength(30);
+      for (const r of totals)
+        expect({ chart, day: r.date, value: values[r.date] }).toEqual({
+          chart,
+          day: r.date,
+          value: r[field],
+        });
+      const sum = Object.values(values).reduce((a, b) => a + b, 0);
+      expect(sum).toBe(totals.reduce((a, r) => a + r[field], 0));
+    }
+
+    await page.getByLabel('Event', { exact: true }).selectOption('Checkout.completed');
+    const checkout = api.filter((r) => r.eventName === 'Checkout.completed');
+    await eventually(
+      () => tableRows(page, 'rows'),
+      (rows) => expect(rows).toEqual(checkout.map(expectedRow)),
+    );
+    expect(checkout.every((r) => r.floatValue !== null)).toBe(true);
+
+    // CSV of the rows shown.
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Download CSV' }).click(),
+    ]);
+    const csv = fs
+      .readFileSync((await download.path()) as string, 'utf8')
+      .trimEnd()
+      .split('\r\n');
+    expect(csv[0]).toBe(
+      'date,eventName,isTestMode,events,uniqueUsers,uniqueSessions,floatValueCount,floatValueSum,floatValueMin,floatValueMax,floatValueAvg,final',
+    );
+    expect(csv.slice(1)).toEqual(
+      checkout.map((r) =>
+        [
+          r.date,
+          r.eventName,
+          r.isTestMode,
+          r.events,
+          r.uniqueUsers,
+          r.uniqueSessions,
+          r.floatValue?.count,
+          r.floatValue?.sum,
+          r.floatValue?.min,
+          r.floatValue?.max,
+          r.floatValue?.avg,
+          r.final,
+        ].join(','),
+      ),
+    );
+
+    // Test-mode toggle: the test key's event only.
+    await page.getByLabel('Event', { exact: true }).selectOption('');
+    await page.getByLabel('Test data', { exact: true }).check();
+    const testTotals = (await rollups(true)).filter((r) => r.eventName === null);
+    expect(testTotals).toHaveLength(1);
+    await eventually(
+      () => tableRows(page, 'rows'),
+      (rows) => expect(rows).toEqual(testTotals.map(expectedRow)),
+    );
+    await page.getByLabel('Test data', { exact: true }).uncheck();
+    await eventually(
+      () => tableRows(page, 'rows'),
+      (rows) => expect(rows).toEqual(totals.map(expectedRow)),
+    );
+
+    // Live: an event sent now shows up within one poll.
+    const name = `Live.ping${Date.now()}`;
+    expect((await post(tenant.liveKey, [{ eventName: name, anonymousUserId: 'live-user' }])).status).toBe(
+      200,
+    );
+    await eventually(
+      () => tableRows(page, 'live'),
+      (rows) => expect(rows.map((cells) => cells[1])).toContain(name),
+      12_000,
+    );
+    expect((await tableRows(page, 'live')).length).toBeLessThanOrEqual(50);
+
+    // Accessibility: axe-core inside the page.
+    await page.evaluate(AXE_SOURCE);
+    const violations = await page.evaluate(async () => {
+      const axe = (
+        window as unknown as {
+          axe: { run: () => Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> };
+        }
+      ).axe;
+      const result = await axe.run();
+      return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
+    });
+    expect(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')).toEqual([]);
+
+    // Screenshots for people to look at: light and dark, desktop and phone width.
+    for (const scheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const width of [1280, 390]) {
+        await page.setViewportSize({ width, height: 900 });
+        await page.waitForTimeout(150);
+        await page.screenshot({
+          path: path.join(SCREENSHOTS, `dashboard-${scheme}-${width}.png`),
+          fullPage: true,
+        });
+      }
+    }
+    // The first screen in light mode, the size the README shows (docs/dashboard.png).
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize({ width: 1100, height: 700 });
+    await page.waitForTimeout(150);
+    await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-overview.png') });
+    await page.setViewportSize({ width: 360, height: 800 });
+    await page.waitForTimeout(300);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+
+    // Empty app: the empty state with a curl line.
+    await page.getByLabel('App', { exact: true }).selectOption(emptyApp.id);
+    await page.locator('#empty').waitFor();
+    expect(await page.locator('#curl').textContent()).toContain(`curl -X POST ${base}/api/ingest`);
+
+    // Sign out clears the key.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.locator('#sign-in').waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+
+    expect(log.consoleErrors).toEqual([]);
+    expect(log.cspViolations).toEqual([]);
+    await page.close();
+  });
+
+  it('a bad key shows the 401 message', async () => {
+    const { page, log } = await openPage();
+    await signIn(page, 'tly_api_' + 'A'.repeat(49));
+    await eventually(
+      () => page.locator('#message').textContent(),
+      (text) => expect(text).toContain('The key was refused (401)'),
+    );
+    expect(await page.locator('#board').isHidden()).toBe(true);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    // The browser logs the failed request itself; nothing else may show up.
+    expect(log.consoleErrors.filter((e) => !/status of 401/.test(e))).toEqual([]);
+    expect(log.cspViolations).toEqual([]);
+    await page.close();
+  });
+
+  it('a key without rollups:read shows the 403 message naming the scope', async () => {
+    const eventsOnly = await makeApiKey(t.app, [tenant.appId], ['events:read']);
+    const { page, log } = await openPage();
+    await signIn(page, eventsOnly.key);
+    await eventually(
+      () => page.locator('#message').textContent(),
+      (text) => expect(text).toContain('The key lacks the scope rollups:read (403)'),
+    );
+    expect(log.consoleErrors.filter((e) => !/status of 403/.test(e))).toEqual([]);
+    expect(log.cspViolations).toEqual([]);
+    await page.close();
+  });
+});

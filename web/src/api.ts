@@ -1,0 +1,138 @@
+/** Calls Tally's read API on this origin with the signed-in key, and turns errors into messages. */
+
+const STORAGE_KEY = 'tally.dashboard.apiKey';
+
+export function storedKey(): string | null {
+  return sessionStorage.getItem(STORAGE_KEY);
+}
+
+export function storeKey(key: string): void {
+  sessionStorage.setItem(STORAGE_KEY, key);
+}
+
+export function forgetKey(): void {
+  sessionStorage.removeItem(STORAGE_KEY);
+}
+
+export interface Problem {
+  status: number;
+  code: string;
+  detail: string;
+  requiredScope?: string;
+  retryAfterSeconds?: number;
+}
+
+export class ApiError extends Error {
+  constructor(readonly problem: Problem) {
+    super(problem.detail);
+  }
+}
+
+export interface KeyInfo {
+  id: string;
+  prefix: string;
+  scopes: string[];
+  expiresAt: string | null;
+  apps: { id: string; name: string }[];
+}
+
+export interface FloatStats {
+  count: number;
+  sum: number;
+  min: number;
+  max: number;
+  avg: number;
+}
+
+export interface Rollup {
+  appId: string;
+  date: string;
+  eventName: string | null;
+  isTestMode: boolean;
+  events: number;
+  uniqueUsers: number;
+  uniqueSessions: number;
+  floatValue: FloatStats | null;
+  final: boolean;
+  computedAt: number;
+}
+
+export interface EventRecord {
+  id: string;
+  eventName: string;
+  anonymousUserId: string | null;
+  sessionId: string | null;
+  timestamp: number;
+  receivedAt: number;
+  isTestMode: boolean;
+  platform: string | null;
+  floatValue: number | null;
+}
+
+function scopeFromChallenge(header: string | null): string | undefined {
+  const match = header ? /scope="([^"]+)"/.exec(header) : null;
+  return match ? match[1] : undefined;
+}
+
+async function problemOf(res: Response): Promise<Problem> {
+  let body: Record<string, unknown> = {};
+  try {
+    body = (await res.json()) as Record<string, unknown>;
+  } catch {
+    // A proxy's HTML error page: the status alone has to do.
+  }
+  const retryAfter = Number(res.headers.get('Retry-After'));
+  return {
+    status: res.status,
+    code: typeof body.code === 'string' ? body.code : `http_${res.status}`,
+    detail: typeof body.detail === 'string' ? body.detail : res.statusText,
+    requiredScope:
+      typeof body.requiredScope === 'string'
+        ? body.requiredScope
+        : scopeFromChallenge(res.headers.get('WWW-Authenticate')),
+    retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
+  };
+}
+
+/** GET a same-origin API path with the key. Relative paths only: the key never leaves this origin. */
+export async function get<T>(path: string, params: Record<string, string> = {}): Promise<T> {
+  const key = storedKey();
+  if (!key) throw new ApiError({ status: 401, code: 'invalid_key', detail: 'Not signed in.' });
+  const query = new URLSearchParams(params).toString();
+  let res: Response;
+  try {
+    res = await fetch(`${path}${query ? `?${query}` : ''}`, {
+      headers: { Authorization: `Bearer ${key}`, Accept: 'application/json' },
+      credentials: 'omit',
+      cache: 'no-store',
+      referrerPolicy: 'no-referrer',
+    });
+  } catch {
+    throw new ApiError({ status: 0, code: 'network', detail: 'Tally cannot be reached.' });
+  }
+  if (!res.ok) throw new ApiError(await problemOf(res));
+  return (await res.json()) as T;
+}
+
+/** A sentence a person can act on, for any failed call. */
+export function describeProblem(p: Problem): string {
+  switch (p.status) {
+    case 0:
+      return 'Tally cannot be reached. Check the connection; the page retries on the next refresh.';
+    case 401:
+      return p.code === 'wrong_key_type'
+        ? 'This is an ingest key. The dashboard needs an API key (tly_api_…). Sign out and paste one.'
+        : 'The key was refused (401): it is mistyped, revoked or expired. Sign out and paste a valid API key.';
+    case 403:
+      if (p.code === 'insufficient_scope') {
+        return `The key lacks the scope ${p.requiredScope ?? 'this view needs'} (403). Issue a key with it, e.g. npm run cli -- keys create-api --app <appId> --scope ${p.requiredScope ?? 'rollups:read'}.`;
+      }
+      return 'The key has no access to this app (403).';
+    case 429:
+      return `Too many requests (429). Waiting ${p.retryAfterSeconds ?? 1} s before trying again.`;
+    case 503:
+      return `Tally is temporarily unavailable (503). Trying again in ${p.retryAfterSeconds ?? 5} s.`;
+    default:
+      return `The request failed (${p.status} ${p.code}): ${p.detail}`;
+  }
+}
