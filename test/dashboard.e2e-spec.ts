@@ -1,15 +1,11 @@
 import request from 'supertest';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
 // The page's behaviour in a browser is covered by test/browser (Chromium); these check serving.
 describe('GET /dashboard', () => {
   describe('enabled (the default)', () => {
-    let t: TestApp;
-    beforeAll(async () => {
-      t = await startTestApp();
-    });
-    afterAll(() => t.close());
+    const t = useTestApp();
 
     it('serves the page with a CSP that allows only this origin and no inline code', async () => {
       const res = await request(t.http).get('/dashboard');
@@ -53,11 +49,7 @@ describe('GET /dashboard', () => {
   });
 
   describe('DASHBOARD_ENABLED=false', () => {
-    let t: TestApp;
-    beforeAll(async () => {
-      t = await startTestApp({ DASHBOARD_ENABLED: 'false' });
-    });
-    afterAll(() => t.close());
+    const t = useTestApp({ DASHBOARD_ENABLED: 'false' });
 
     it.each(['/dashboard', '/dashboard/assets/dashboard.js'])('404 not_found for %s', async (path) => {
       expectProblem(await request(t.http).get(path), 404, 'not_found');

@@ -1,18 +1,12 @@
 import { ClientRequest, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import request from 'supertest';
-import { bearer, makeTenant } from './factories';
+import { bearer, makeTenant, postIngest } from './factories';
 import { startTestApp, TestApp, useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
 
-const post = (t: TestApp, key: string, body: unknown) =>
-  request(t.http)
-    .post('/api/ingest')
-    .set(bearer(key))
-    .set('Content-Type', 'application/json')
-    .send(JSON.stringify(body));
+const post = (t: TestApp, key: string, body: unknown) => postIngest(t.http, key, body);
 
 async function stored(t: TestApp, tenant: Tenant) {
   return (await t.db.query(

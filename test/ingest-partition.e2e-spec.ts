@@ -1,5 +1,4 @@
-import request from 'supertest';
-import { bearer, makeTenant } from './factories';
+import { makeTenant, postIngest } from './factories';
 import { expectProblem } from './support/problem';
 import { useTestApp } from './support/test-app';
 
@@ -9,11 +8,7 @@ describe('ingest when the day has no partition', () => {
     const tenant = await makeTenant(t.app);
     const today = `events_p${new Date().toISOString().slice(0, 10).replace(/-/g, '')}`;
     const send = () =>
-      request(t.http)
-        .post('/api/ingest')
-        .set(bearer(tenant.liveKey))
-        .set('Content-Type', 'application/json')
-        .send({ events: [{ eventName: 'App.opened', eventId: 'p-1' }] });
+      postIngest(t.http, tenant.liveKey, { events: [{ eventName: 'App.opened', eventId: 'p-1' }] });
     const stored = async () =>
       Number(
         (

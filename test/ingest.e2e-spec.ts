@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { bearer, makeTenant } from './factories';
+import { bearer, makeTenant, postIngest } from './factories';
 import { useTestApp } from './support/test-app';
 import type { ErrorCode } from '@app/common/app-error';
 import { expectProblem } from './support/problem';
@@ -34,12 +34,7 @@ describe('POST /api/ingest', () => {
     INGEST_MAX_BYTES: '65536',
   });
 
-  const post = (key: string, body: unknown) =>
-    request(t.http)
-      .post('/api/ingest')
-      .set(bearer(key))
-      .set('Content-Type', 'application/json')
-      .send(typeof body === 'string' ? body : JSON.stringify(body));
+  const post = (key: string, body: unknown) => postIngest(t.http, key, body);
 
   const stored = async (tenant: Tenant): Promise<StoredRow[]> =>
     (await t.db.query(`SELECT * FROM events WHERE app_id = $1 ORDER BY id`, [tenant.appId])) as StoredRow[];

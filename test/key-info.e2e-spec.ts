@@ -1,21 +1,19 @@
 import request from 'supertest';
 import { KeysService } from '@app/auth/keys.service';
 import { bearer, makeApiKey, makeApp, makeTenant } from './factories';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 import { Contract } from './support/contract';
 
 const INVALID = 'Bearer realm="tally", error="invalid_token"';
 
 describe('GET /api/v1/key', () => {
-  let t: TestApp;
+  const t = useTestApp({ AUTH_FAILURE_LIMIT: '1000' });
   let contract: Contract;
 
   beforeAll(async () => {
-    t = await startTestApp({ AUTH_FAILURE_LIMIT: '1000' });
     contract = new Contract(t.app);
   });
-  afterAll(() => t.close());
 
   const describeKey = (headers: Record<string, string>) => request(t.http).get('/api/v1/key').set(headers);
 
@@ -90,12 +88,7 @@ describe('GET /api/v1/key', () => {
 });
 
 describe('GET /api/v1/key rate limit', () => {
-  let t: TestApp;
-
-  beforeAll(async () => {
-    t = await startTestApp({ READ_RATE_REQUESTS: '2', RATE_WINDOW_MS: '60000' });
-  });
-  afterAll(() => t.close());
+  const t = useTestApp({ READ_RATE_REQUESTS: '2', RATE_WINDOW_MS: '60000' });
 
   it('shares the read budget of the key and answers 429 rate_limited with Retry-After', async () => {
     const tenant = await makeTenant(t.app);

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { RollupsService } from '@app/rollups/rollups.service';
-import { bearer, makeTenant } from './factories';
+import { bearer, makeTenant, postIngest } from './factories';
 import { PROBLEM_SCHEMA_REF } from '@app/common/openapi';
 import { buildOpenApiDocument } from '@app/ops/openapi';
 import { DrainState } from '@app/ops/drain-state';
@@ -123,12 +123,7 @@ describe('contract checks', () => {
   });
   it('validate a success and an error of every API endpoint against the document', async () => {
     const tenant = await makeTenant(t.app);
-    const ingest = (key: string, body: unknown) =>
-      request(t.http)
-        .post('/api/ingest')
-        .set(bearer(key))
-        .set('Content-Type', 'application/json')
-        .send(body as object);
+    const ingest = (key: string, body: unknown) => postIngest(t.http, key, body);
 
     const accepted = await ingest(tenant.liveKey, {
       events: [

@@ -4,7 +4,7 @@ import request from 'supertest';
 import { DrainState } from '@app/ops/drain-state';
 import { RollupsScheduler } from '@app/rollups/rollups.scheduler';
 import { bearer, makeTenant } from './factories';
-import { startTestApp, TestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
 
 const DEPLOY = path.join(__dirname, '..', 'deploy');
 const GRAFANA = path.join(DEPLOY, 'grafana', 'tally.json');
@@ -41,11 +41,10 @@ function exported(name: string, declared: Map<string, string>): boolean {
 }
 
 describe('Grafana dashboard and Prometheus alert rules (deploy/)', () => {
-  let t: TestApp;
+  const t = useTestApp({ ROLLUPS_ENABLED: 'true', ROLLUP_INTERVAL_SECONDS: '3600' });
   let exposition: string;
 
   beforeAll(async () => {
-    t = await startTestApp({ ROLLUPS_ENABLED: 'true', ROLLUP_INTERVAL_SECONDS: '3600' });
     const tenant = await makeTenant(t.app);
     const ingest = await request(t.http)
       .post('/api/ingest')
@@ -58,7 +57,6 @@ describe('Grafana dashboard and Prometheus alert rules (deploy/)', () => {
     expect(res.status).toBe(200);
     exposition = res.text;
   });
-  afterAll(() => t.close());
 
   it('every metric the dashboard and the rules name is exported by a running Tally', () => {
     const declared = families(exposition);

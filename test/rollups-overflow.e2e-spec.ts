@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { RollupsService } from '@app/rollups/rollups.service';
-import { bearer, makeTenant } from './factories';
+import { bearer, makeTenant, postIngest } from './factories';
 import { useTestApp } from './support/test-app';
 
 describe('rollups of float values near the double range', () => {
@@ -8,12 +8,7 @@ describe('rollups of float values near the double range', () => {
   it('saturates the sum instead of failing the day, and other apps are computed in the same run', async () => {
     const big = await makeTenant(t.app);
     const small = await makeTenant(t.app);
-    const send = (key: string, events: object[]) =>
-      request(t.http)
-        .post('/api/ingest')
-        .set(bearer(key))
-        .set('Content-Type', 'application/json')
-        .send({ events });
+    const send = (key: string, events: object[]) => postIngest(t.http, key, { events });
     expect(
       (
         await send(big.liveKey, [

@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { KeyRepository } from '@app/auth/key.repository';
 import { hashKey } from '@app/auth/key-format';
-import { bearer, makeApiKey, makeTenant } from './factories';
+import { bearer, makeApiKey, makeTenant, postIngest } from './factories';
 import { seedEvents } from './factories/events';
 import { startTestApp, TestApp, useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
@@ -63,12 +63,7 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
     );
   });
 
-  const ingest = (key: string, body: unknown) =>
-    request(t.http)
-      .post('/api/ingest')
-      .set(bearer(key))
-      .set('Content-Type', 'application/json')
-      .send(JSON.stringify(body));
+  const ingest = (key: string, body: unknown) => postIngest(t.http, key, body);
 
   describe('API1 broken object level authorization', () => {
     it.each(['/api/v1/events', '/api/v1/rollups'])(

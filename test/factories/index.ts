@@ -1,5 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import request from 'supertest';
 import { AppsService } from '@app/auth/apps.service';
 import { KeysService } from '@app/auth/keys.service';
 
@@ -38,3 +40,12 @@ export async function makeTenant(app: INestApplication) {
 }
 
 export const bearer = (key: string) => ({ Authorization: `Bearer ${key}` });
+
+/** POST /api/ingest with `key` and a JSON body; a string body is sent as it is. */
+export function postIngest(http: Server, key: string, body: unknown): request.Test {
+  return request(http)
+    .post('/api/ingest')
+    .set(bearer(key))
+    .set('Content-Type', 'application/json')
+    .send(typeof body === 'string' ? body : JSON.stringify(body));
+}

@@ -1,0 +1,123 @@
+// Shared state of one benchmark run: paths, flags, the plan of sizes, logging and the checks.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { ensure } from '../../src/database/embedded-pg.mjs';
+import { cli, freePort } from './processes.mjs';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const BENCH = path.join(ROOT, 'bench');
+export const CACHE = path.join(BENCH, '.cache');
+export const READS_DATASET_VERSION = 2;
+
+export const { values: flags } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    'skip-reads': { type: 'boolean', default: false },
+    'keep-pg': { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+  },
+});
+export const QUICK = flags.quick;
+
+// Sizes of everything. The full run targets about 10 s per load run; the quick run only has to
+// prove that the harness and the correctness checks work.
+export const PLAN = QUICK
+  ? {
+      loadSeconds: 1.5,
+      maxLoadSeconds: 20,
+      warmupRequests: 40,
+      dbCeilingSeconds: 1,
+      validationEvents: 20_000,
+      reads: { apps: 5, total: 30_000, bigCount: 20_000, days: 30, requests: 20 },
+      incrementalEvents: 1_000,
+    }
+  : {
+      loadSeconds: 10,
+      maxLoadSeconds: 45,
+      warmupRequests: 400,
+      dbCeilingSeconds: 10,
+      validationEvents: 400_000,
+      reads: { apps: 50, total: 5_000_000, bigCount: 2_000_000, days: 30, requests: 200 },
+      incrementalEvents: 10_000,
+    };
+
+export const started = Date.now();
+export const log = (msg) =>
+  process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(1).padStart(6)}s] ${msg}\n`);
+export const correctness = [];
+export function check(name, pass, detail) {
+  correctness.push({ check: name, pass: Boolean(pass), detail });
+  if (!pass) log(`CHECK FAILED: ${name}: ${detail}`);
+}
+
+export function git(args) {
+  try {
+    return execFileSync('git', args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Runs the benchmark against a private copy of dist/, so that a rebuild in the working tree while
+ * the benchmark runs cannot swap code under the server or the CLI halfway through.
+ */
+export async function snapshotDist() {
+  const source = path.join(ROOT, 'dist');
+  const target = path.join(CACHE, `dist-${process.pid}`);
+  const needed = [
+    'src/main.js',
+    'src/cli/main.js',
+    'src/cli/cli.module.js',
+    'src/config/config.js',
+    'src/database/prepare.js',
+    'src/database/embedded-pg.mjs',
+    'src/rollups/rollups.service.js',
+  ];
+  // A build that someone else started may be half-written; wait for a complete one.
+  for (let attempt = 0; ; attempt++) {
+    fs.rmSync(target, { recursive: true, force: true });
+    try {
+      fs.cpSync(source, target, { recursive: true });
+    } catch {
+      /* dist changed while it was copied */
+    }
+    const missing = needed.filter((f) => !fs.existsSync(path.join(target, f)));
+    if (!missing.length) return target;
+    if (attempt === 20) throw new Error(`dist/ is incomplete (${missing.join(', ')}): run \`npm run build\``);
+    await new Promise((r) => setTimeout(r, 3000));
+  }
+}
+
+export async function startCluster() {
+  if (QUICK) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-'));
+    fs.chmodSync(dir, 0o755);
+    const { url } = await ensure(dir, await freePort());
+    return { dir, url, temporary: true };
+  }
+  const dir = path.join(CACHE, 'pg');
+  const { url } = await ensure(dir, await freePort());
+  return { dir, url, temporary: false };
+}
+
+/** An app and its ingest key through the admin CLI, the way an operator makes them. */
+export async function makeTenant(dist, url, name) {
+  const app = await cli(dist, url, ['apps', 'create', '--name', name]);
+  const ingest = await cli(dist, url, ['keys', 'create-ingest', '--app', app.id]);
+  return { appId: app.id, ingestKey: ingest.key };
+}
+
+export function ingestHeaders(key, gzip = false) {
+  return {
+    authorization: `Bearer ${key}`,
+    'content-type': 'application/json',
+    ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+  };
+}
