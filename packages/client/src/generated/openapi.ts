@@ -4,766 +4,732 @@
  */
 
 export interface paths {
-  '/api/ingest': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/api/ingest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest a batch of events
+         * @description Validates every event, stores the valid ones in one transaction and answers with a per-event metering result. 200 is sent only after the commit. `Content-Encoding: gzip` is accepted.
+         */
+        post: operations["IngestController_ingest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    get?: never;
-    put?: never;
-    /**
-     * Ingest a batch of events
-     * @description Validates every event, stores the valid ones in one transaction and answers with a per-event metering result. 200 is sent only after the commit. `Content-Encoding: gzip` is accepted.
-     */
-    post: operations['IngestController_ingest'];
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v1/events': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List recent events
+         * @description Needs an API key with the scope `events:read` and access to `appId`.
+         */
+        get: operations["EventsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * List recent events
-     * @description Needs an API key with the scope `events:read` and access to `appId`.
-     */
-    get: operations['EventsController_list'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/api/v1/rollups': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/api/v1/rollups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List daily rollups
+         * @description Needs an API key with the scope `rollups:read` and access to `appId`.
+         */
+        get: operations["RollupsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * List daily rollups
-     * @description Needs an API key with the scope `rollups:read` and access to `appId`.
-     */
-    get: operations['RollupsController_list'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/healthz': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness
+         * @description Answers 200 while the process runs. Touches no dependency; restart the process if it fails.
+         */
+        get: operations["HealthController_liveness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * Liveness
-     * @description Answers 200 while the process runs. Touches no dependency; restart the process if it fails.
-     */
-    get: operations['HealthController_liveness'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/readyz': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness
+         * @description Checks the primary database, the read database when it is a different one, and Redis when configured. An unreachable Redis only degrades readiness: rate limits then count per instance. Answers 503 while the process drains on SIGTERM.
+         */
+        get: operations["HealthController_ready"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * Readiness
-     * @description Checks the primary database, the read database when it is a different one, and Redis when configured. An unreachable Redis only degrades readiness: rate limits then count per instance. Answers 503 while the process drains on SIGTERM.
-     */
-    get: operations['HealthController_ready'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
-  '/metrics': {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics
+         * @description Request counts and latencies by route template and status, events accepted, duplicate and rejected, rollup runs and lag, database pool usage, and process metrics. No tenant data.
+         */
+        get: operations["MetricsController_scrape"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
     };
-    /**
-     * Prometheus metrics
-     * @description Request counts and latencies by route template and status, events accepted, duplicate and rejected, rollup runs and lag, database pool usage, and process metrics. No tenant data.
-     */
-    get: operations['MetricsController_scrape'];
-    put?: never;
-    post?: never;
-    delete?: never;
-    options?: never;
-    head?: never;
-    patch?: never;
-    trace?: never;
-  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
-  schemas: {
-    FieldError: {
-      /** @description Path of the offending field, e.g. `events` or `limit`. */
-      field: string;
-      /** @description Machine-readable reason, e.g. `invalid_type`. */
-      code: string;
-      message: string;
+    schemas: {
+        FieldError: {
+            /** @description Path of the offending field, e.g. `events` or `limit`. */
+            field: string;
+            /** @description Machine-readable reason, e.g. `invalid_type`. */
+            code: string;
+            message: string;
+        };
+        /** @description RFC 9457 problem details, sent as `application/problem+json` with every error. Clients switch on `code`, which never changes once released. Some errors add members, e.g. `limitEvents` and `limitBytes` on a 413. */
+        Problem: {
+            /** @example urn:tally:problem:invalid_key */
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            /** @enum {string} */
+            code: "invalid_json" | "invalid_body" | "invalid_query" | "invalid_cursor" | "unsupported_encoding" | "invalid_key" | "wrong_key_type" | "insufficient_scope" | "app_forbidden" | "not_found" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_auth_failures" | "service_unavailable" | "internal_error";
+            /** @description Also sent as the `X-Request-Id` header. */
+            requestId: string;
+            errors?: components["schemas"]["FieldError"][];
+        } & {
+            [key: string]: unknown;
+        };
+        IngestEventDto: {
+            /** @example Checkout.completed */
+            eventName: string;
+            /** @description Pseudonymous user id. An email address or phone number is replaced by a keyed hash (hmac:…). */
+            anonymousUserId?: string | null;
+            sessionId?: string | null;
+            /** @description Client-chosen id; (app, eventId) is deduplicated for 7 days. */
+            eventId?: string | null;
+            /** @description Epoch milliseconds. Absent: the receive time. */
+            eventTime?: number | null;
+            /** @description Forced to true when sent with a test key. */
+            isTestMode?: boolean | null;
+            /** @example ios */
+            platform?: string | null;
+            /** @example 2.4.1 */
+            appVersion?: string | null;
+            /**
+             * @description A string; a number is invalid_type.
+             * @example 241
+             */
+            buildNumber?: string | null;
+            /** @example 18.1 */
+            osVersion?: string | null;
+            /** @example iPhone16,2 */
+            deviceModel?: string | null;
+            /**
+             * @description BCP 47 (en_US is normalised to en-US). Another format is dropped with a warning.
+             * @example en-US
+             */
+            locale?: string | null;
+            /**
+             * @description An IANA zone name or a ±HH:MM offset. Another format is dropped with a warning.
+             * @example Europe/Paris
+             */
+            timezone?: string | null;
+            /** @description A finite number. */
+            floatValue?: number | null;
+            /** @description Flat map. Null values are dropped with a warning; a nested object or array rejects the event. */
+            payload?: {
+                [key: string]: string | number | boolean | null;
+            } | null;
+            /**
+             * @description "unlinked": stored without anonymousUserId and sessionId. Any other value is ignored with a warning.
+             * @example unlinked
+             */
+            privacyMode?: string | null;
+        };
+        IngestBatchDto: {
+            /** @description At most INGEST_MAX_EVENTS (1000). */
+            events: components["schemas"]["IngestEventDto"][];
+            /** @description Client clock at sending, epoch ms; corrects event times when off by more than 5 minutes. */
+            sentAt?: number | null;
+        };
+        EventErrorDto: {
+            /** @description Position of the event in the batch, from 0. */
+            index: number;
+            /** @description The eventId of the event, when it had a usable one. */
+            eventId?: string;
+            /**
+             * @description The field concerned, e.g. `eventName` or `payload.plan`.
+             * @example payload.plan
+             */
+            field: string;
+            message: string;
+            /**
+             * @description Why the event was rejected. Do not retry it.
+             * @enum {string}
+             */
+            code: "missing_field" | "invalid_type" | "invalid_value" | "too_long" | "too_many_keys" | "nested_value" | "event_too_large" | "event_too_old" | "pii_detected" | "unstorable_value";
+        };
+        EventWarningDto: {
+            /** @description Position of the event in the batch, from 0. */
+            index: number;
+            /** @description The eventId of the event, when it had a usable one. */
+            eventId?: string;
+            /**
+             * @description The field concerned, e.g. `eventName` or `payload.plan`.
+             * @example payload.plan
+             */
+            field: string;
+            message: string;
+            /**
+             * @description What was changed or ignored; the event was kept.
+             * @enum {string}
+             */
+            code: "ignored_field" | "invalid_format" | "null_value_dropped" | "unlinked" | "pii_redacted" | "pii_pseudonymised" | "clock_skew_corrected" | "future_time_clamped";
+        };
+        IngestResultDto: {
+            /** @description Events in the batch: accepted + duplicates + rejected. */
+            received: number;
+            /** @description Events stored by this request. */
+            accepted: number;
+            /** @description Events whose eventId was already seen (in this batch or within 7 days); not stored again. */
+            duplicates: number;
+            /** @description Events refused; see `errors`. */
+            rejected: number;
+            /** @description Accepted events that are not test mode: the billed units. */
+            metered: number;
+            /** @description True when the batch was sent with a test key. */
+            testMode: boolean;
+            /** @description Size of the decoded body in bytes. */
+            payloadBytes: number;
+            /** @description Receive time, epoch milliseconds. */
+            serverTime: number;
+            errors: components["schemas"]["EventErrorDto"][];
+            warnings: components["schemas"]["EventWarningDto"][];
+        };
+        EventRecordDto: {
+            /** @description Server-assigned id (a decimal string; ids outgrow JSON-safe integers). */
+            id: string;
+            /** Format: uuid */
+            appId: string;
+            eventName: string;
+            anonymousUserId: string | null;
+            sessionId: string | null;
+            /** @description eventTime as the client sent it, epoch ms. */
+            eventTime: number | null;
+            /** @description Effective event time (after clock correction), epoch ms. */
+            timestamp: number;
+            /** @description When the service accepted the event, epoch ms. */
+            receivedAt: number;
+            eventId: string | null;
+            isTestMode: boolean;
+            platform: string | null;
+            appVersion: string | null;
+            buildNumber: string | null;
+            osVersion: string | null;
+            deviceModel: string | null;
+            locale: string | null;
+            timezone: string | null;
+            floatValue: number | null;
+            payload: {
+                [key: string]: string | number | boolean;
+            } | null;
+        };
+        FloatValueStatsDto: {
+            count: number;
+            sum: number;
+            min: number;
+            max: number;
+            avg: number;
+        };
+        RollupRecordDto: {
+            /** Format: uuid */
+            appId: string;
+            /**
+             * Format: date
+             * @description UTC day.
+             */
+            date: string;
+            /** @description null on the app-wide total row of the day. */
+            eventName: string | null;
+            isTestMode: boolean;
+            events: number;
+            /** @description Distinct anonymousUserId values (daily active users). */
+            uniqueUsers: number;
+            uniqueSessions: number;
+            floatValue: components["schemas"]["FloatValueStatsDto"] | null;
+            /** @description The day has ended and was computed after its end: the numbers are settled. */
+            final: boolean;
+            /** @description When the row was computed, epoch ms. */
+            computedAt: number;
+        };
     };
-    /** @description RFC 9457 problem details, sent as `application/problem+json` with every error. Clients switch on `code`, which never changes once released. Some errors add members, e.g. `limitEvents` and `limitBytes` on a 413. */
-    Problem: {
-      /** @example urn:tally:problem:invalid_key */
-      type: string;
-      title: string;
-      status: number;
-      detail: string;
-      /** @enum {string} */
-      code:
-        | 'invalid_json'
-        | 'invalid_body'
-        | 'invalid_query'
-        | 'invalid_cursor'
-        | 'unsupported_encoding'
-        | 'invalid_key'
-        | 'wrong_key_type'
-        | 'insufficient_scope'
-        | 'app_forbidden'
-        | 'not_found'
-        | 'payload_too_large'
-        | 'unsupported_media_type'
-        | 'rate_limited'
-        | 'too_many_auth_failures'
-        | 'service_unavailable'
-        | 'internal_error';
-      /** @description Also sent as the `X-Request-Id` header. */
-      requestId: string;
-      errors?: components['schemas']['FieldError'][];
-    } & {
-      [key: string]: unknown;
-    };
-    IngestEventDto: {
-      /** @example Checkout.completed */
-      eventName: string;
-      /** @description Pseudonymous user id. An email address or phone number is replaced by a keyed hash (hmac:…). */
-      anonymousUserId?: string | null;
-      sessionId?: string | null;
-      /** @description Client-chosen id; (app, eventId) is deduplicated for 7 days. */
-      eventId?: string | null;
-      /** @description Epoch milliseconds. Absent: the receive time. */
-      eventTime?: number | null;
-      /** @description Forced to true when sent with a test key. */
-      isTestMode?: boolean | null;
-      /** @example ios */
-      platform?: string | null;
-      /** @example 2.4.1 */
-      appVersion?: string | null;
-      /**
-       * @description A string; a number is invalid_type.
-       * @example 241
-       */
-      buildNumber?: string | null;
-      /** @example 18.1 */
-      osVersion?: string | null;
-      /** @example iPhone16,2 */
-      deviceModel?: string | null;
-      /**
-       * @description BCP 47 (en_US is normalised to en-US). Another format is dropped with a warning.
-       * @example en-US
-       */
-      locale?: string | null;
-      /**
-       * @description An IANA zone name or a ±HH:MM offset. Another format is dropped with a warning.
-       * @example Europe/Paris
-       */
-      timezone?: string | null;
-      /** @description A finite number. */
-      floatValue?: number | null;
-      /** @description Flat map. Null values are dropped with a warning; a nested object or array rejects the event. */
-      payload?: {
-        [key: string]: string | number | boolean | null;
-      } | null;
-      /**
-       * @description "unlinked": stored without anonymousUserId and sessionId. Any other value is ignored with a warning.
-       * @example unlinked
-       */
-      privacyMode?: string | null;
-    };
-    IngestBatchDto: {
-      /** @description At most INGEST_MAX_EVENTS (1000). */
-      events: components['schemas']['IngestEventDto'][];
-      /** @description Client clock at sending, epoch ms; corrects event times when off by more than 5 minutes. */
-      sentAt?: number | null;
-    };
-    EventErrorDto: {
-      /** @description Position of the event in the batch, from 0. */
-      index: number;
-      /** @description The eventId of the event, when it had a usable one. */
-      eventId?: string;
-      /**
-       * @description The field concerned, e.g. `eventName` or `payload.plan`.
-       * @example payload.plan
-       */
-      field: string;
-      message: string;
-      /**
-       * @description Why the event was rejected. Do not retry it.
-       * @enum {string}
-       */
-      code:
-        | 'missing_field'
-        | 'invalid_type'
-        | 'invalid_value'
-        | 'too_long'
-        | 'too_many_keys'
-        | 'nested_value'
-        | 'event_too_large'
-        | 'event_too_old'
-        | 'pii_detected'
-        | 'unstorable_value';
-    };
-    EventWarningDto: {
-      /** @description Position of the event in the batch, from 0. */
-      index: number;
-      /** @description The eventId of the event, when it had a usable one. */
-      eventId?: string;
-      /**
-       * @description The field concerned, e.g. `eventName` or `payload.plan`.
-       * @example payload.plan
-       */
-      field: string;
-      message: string;
-      /**
-       * @description What was changed or ignored; the event was kept.
-       * @enum {string}
-       */
-      code:
-        | 'ignored_field'
-        | 'invalid_format'
-        | 'null_value_dropped'
-        | 'unlinked'
-        | 'pii_redacted'
-        | 'pii_pseudonymised'
-        | 'clock_skew_corrected'
-        | 'future_time_clamped';
-    };
-    IngestResultDto: {
-      /** @description Events in the batch: accepted + duplicates + rejected. */
-      received: number;
-      /** @description Events stored by this request. */
-      accepted: number;
-      /** @description Events whose eventId was already seen (in this batch or within 7 days); not stored again. */
-      duplicates: number;
-      /** @description Events refused; see `errors`. */
-      rejected: number;
-      /** @description Accepted events that are not test mode: the billed units. */
-      metered: number;
-      /** @description True when the batch was sent with a test key. */
-      testMode: boolean;
-      /** @description Size of the decoded body in bytes. */
-      payloadBytes: number;
-      /** @description Receive time, epoch milliseconds. */
-      serverTime: number;
-      errors: components['schemas']['EventErrorDto'][];
-      warnings: components['schemas']['EventWarningDto'][];
-    };
-    EventRecordDto: {
-      /** @description Server-assigned id (a decimal string; ids outgrow JSON-safe integers). */
-      id: string;
-      /** Format: uuid */
-      appId: string;
-      eventName: string;
-      anonymousUserId: string | null;
-      sessionId: string | null;
-      /** @description eventTime as the client sent it, epoch ms. */
-      eventTime: number | null;
-      /** @description Effective event time (after clock correction), epoch ms. */
-      timestamp: number;
-      /** @description When the service accepted the event, epoch ms. */
-      receivedAt: number;
-      eventId: string | null;
-      isTestMode: boolean;
-      platform: string | null;
-      appVersion: string | null;
-      buildNumber: string | null;
-      osVersion: string | null;
-      deviceModel: string | null;
-      locale: string | null;
-      timezone: string | null;
-      floatValue: number | null;
-      payload: {
-        [key: string]: string | number | boolean;
-      } | null;
-    };
-    FloatValueStatsDto: {
-      count: number;
-      sum: number;
-      min: number;
-      max: number;
-      avg: number;
-    };
-    RollupRecordDto: {
-      /** Format: uuid */
-      appId: string;
-      /**
-       * Format: date
-       * @description UTC day.
-       */
-      date: string;
-      /** @description null on the app-wide total row of the day. */
-      eventName: string | null;
-      isTestMode: boolean;
-      events: number;
-      /** @description Distinct anonymousUserId values (daily active users). */
-      uniqueUsers: number;
-      uniqueSessions: number;
-      floatValue: components['schemas']['FloatValueStatsDto'] | null;
-      /** @description The day has ended and was computed after its end: the numbers are settled. */
-      final: boolean;
-      /** @description When the row was computed, epoch ms. */
-      computedAt: number;
-    };
-  };
-  responses: never;
-  parameters: never;
-  requestBodies: never;
-  headers: never;
-  pathItems: never;
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
 }
 export type $defs = Record<string, never>;
 export interface operations {
-  IngestController_ingest: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody: {
-      content: {
-        'application/json': components['schemas']['IngestBatchDto'];
-      };
-    };
-    responses: {
-      /** @description The batch metering result. */
-      200: {
-        headers: {
-          /** @description Requests allowed per window. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in this window. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the window resets. */
-          'RateLimit-Reset'?: number;
-          [name: string]: unknown;
+    IngestController_ingest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        content: {
-          'application/json': components['schemas']['IngestResultDto'];
-        };
-      };
-      /** @description Invalid JSON or batch envelope (`invalid_json`, `invalid_body`); nothing stored. */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description Missing or invalid ingest key (`invalid_key`), or an API key (`wrong_key_type`). */
-      401: {
-        headers: {
-          /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
-          'WWW-Authenticate'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description More than INGEST_MAX_EVENTS events or INGEST_MAX_BYTES decoded bytes; nothing stored. The body has `limitEvents`, `limitBytes`, `receivedEvents` and `receivedBytes`: split the batch. */
-      413: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description Content-Type is not application/json, or the Content-Encoding is not gzip or identity. */
-      415: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description Request or event rate of the key exceeded, or too many 401s; nothing stored. */
-      429: {
-        headers: {
-          /** @description Seconds to wait before retrying. */
-          'Retry-After'?: number;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description A bug. The body carries a `requestId` to quote when reporting it. */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description The database is unavailable, or the instance already holds INGEST_MAX_INFLIGHT_BYTES of ingest bodies; nothing stored. Retry after Retry-After. */
-      503: {
-        headers: {
-          /** @description Seconds to wait before retrying. */
-          'Retry-After'?: number;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-    };
-  };
-  EventsController_list: {
-    parameters: {
-      query: {
-        /** @description The app to read. */
-        appId: string;
-        limit?: number;
-        /** @description The X-Next-Cursor of the previous page. */
-        cursor?: string;
-        eventName?: string;
-        anonymousUserId?: string;
-        sessionId?: string;
-        /** @description Earliest event time, inclusive: epoch ms or ISO-8601 (a date-time needs an offset). */
-        from?: string;
-        /** @description Latest event time, exclusive: epoch ms or ISO-8601 (a date-time needs an offset). */
-        to?: string;
-        testMode?: 'false' | 'true' | 'all';
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Recent events, newest first. `Link` and `X-Next-Cursor` name the next page. */
-      200: {
-        headers: {
-          /** @description Requests allowed per window. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in this window. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the window resets. */
-          'RateLimit-Reset'?: number;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['EventRecordDto'][];
-        };
-      };
-      /** @description Invalid query parameters (`invalid_query`, with `errors`) or a tampered `cursor` (`invalid_cursor`). */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
-      401: {
-        headers: {
-          /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
-          'WWW-Authenticate'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description The key lacks `events:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
-      403: {
-        headers: {
-          /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
-          'WWW-Authenticate'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description Read rate of the key exceeded (`rate_limited`), or too many 401s. */
-      429: {
-        headers: {
-          /** @description Seconds to wait before retrying. */
-          'Retry-After'?: number;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description A bug. The body carries a `requestId` to quote when reporting it. */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description The database is unavailable. Retry after Retry-After. */
-      503: {
-        headers: {
-          /** @description Seconds to wait before retrying. */
-          'Retry-After'?: number;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-    };
-  };
-  RollupsController_list: {
-    parameters: {
-      query: {
-        /** @description The app to read. */
-        appId: string;
-        /** @description First UTC day, inclusive. */
-        fromDate?: string;
-        /** @description Last UTC day, inclusive. Default: today (UTC). */
-        toDate?: string;
-        /** @description The last n days including today, n from 1 to 366. Not combinable with fromDate or toDate. */
-        range?: string;
-        eventName?: string;
-        testMode?: 'false' | 'true' | 'all';
-      };
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Daily rollups: date ascending, the app-wide total row first, then eventName. */
-      200: {
-        headers: {
-          /** @description Requests allowed per window. */
-          'RateLimit-Limit'?: number;
-          /** @description Requests left in this window. */
-          'RateLimit-Remaining'?: number;
-          /** @description Seconds until the window resets. */
-          'RateLimit-Reset'?: number;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['RollupRecordDto'][];
-        };
-      };
-      /** @description Invalid query parameters (`invalid_query`, with `errors`). */
-      400: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
-      401: {
-        headers: {
-          /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
-          'WWW-Authenticate'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description The key lacks `rollups:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
-      403: {
-        headers: {
-          /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
-          'WWW-Authenticate'?: string;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description Read rate of the key exceeded (`rate_limited`), or too many 401s. */
-      429: {
-        headers: {
-          /** @description Seconds to wait before retrying. */
-          'Retry-After'?: number;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description A bug. The body carries a `requestId` to quote when reporting it. */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description The database is unavailable. Retry after Retry-After. */
-      503: {
-        headers: {
-          /** @description Seconds to wait before retrying. */
-          'Retry-After'?: number;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-    };
-  };
-  HealthController_liveness: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description The process is alive. */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @enum {string} */
-            status: 'ok';
-          };
-        };
-      };
-      /** @description A bug. The body carries a `requestId` to quote when reporting it. */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-    };
-  };
-  HealthController_ready: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
-    };
-    requestBody?: never;
-    responses: {
-      /** @description Ready to serve traffic (`degraded` when Redis is unreachable). */
-      200: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': {
-            /** @enum {string} */
-            status: 'ok' | 'degraded';
-            checks: {
-              [key: string]: {
-                /** @enum {string} */
-                status: 'up' | 'down' | 'degraded';
-              };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IngestBatchDto"];
             };
-          };
         };
-      };
-      /** @description A bug. The body carries a `requestId` to quote when reporting it. */
-      500: {
-        headers: {
-          [name: string]: unknown;
+        responses: {
+            /** @description The batch metering result. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestResultDto"];
+                };
+            };
+            /** @description Invalid JSON or batch envelope (`invalid_json`, `invalid_body`); nothing stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid ingest key (`invalid_key`), or an API key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description More than INGEST_MAX_EVENTS events or INGEST_MAX_BYTES decoded bytes; nothing stored. The body has `limitEvents`, `limitBytes`, `receivedEvents` and `receivedBytes`: split the batch. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content-Type is not application/json, or the Content-Encoding is not gzip or identity. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request or event rate of the key exceeded, or too many 401s; nothing stored. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable, or the instance already holds INGEST_MAX_INFLIGHT_BYTES of ingest bodies; nothing stored. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
-      /** @description Not ready. `failed` names the failed checks (`database`, `database_read`, `shutdown`); `checks` holds every status. */
-      503: {
-        headers: {
-          /** @description Seconds to wait before retrying. */
-          'Retry-After'?: number;
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
     };
-  };
-  MetricsController_scrape: {
-    parameters: {
-      query?: never;
-      header?: never;
-      path?: never;
-      cookie?: never;
+    EventsController_list: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+                limit?: number;
+                /** @description The X-Next-Cursor of the previous page. */
+                cursor?: string;
+                eventName?: string;
+                anonymousUserId?: string;
+                sessionId?: string;
+                /** @description Earliest event time, inclusive: epoch ms or ISO-8601 (a date-time needs an offset). */
+                from?: string;
+                /** @description Latest event time, exclusive: epoch ms or ISO-8601 (a date-time needs an offset). */
+                to?: string;
+                testMode?: "false" | "true" | "all";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Recent events, newest first. `Link` and `X-Next-Cursor` name the next page. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventRecordDto"][];
+                };
+            };
+            /** @description Invalid query parameters (`invalid_query`, with `errors`) or a tampered `cursor` (`invalid_cursor`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `events:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded (`rate_limited`), or too many 401s. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
     };
-    requestBody?: never;
-    responses: {
-      /** @description Prometheus text exposition format. */
-      200: {
-        headers: {
-          [name: string]: unknown;
+    RollupsController_list: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+                /** @description First UTC day, inclusive. */
+                fromDate?: string;
+                /** @description Last UTC day, inclusive. Default: today (UTC). */
+                toDate?: string;
+                /** @description The last n days including today, n from 1 to 366. Not combinable with fromDate or toDate. */
+                range?: string;
+                eventName?: string;
+                testMode?: "false" | "true" | "all";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
-        content: {
-          'text/plain': string;
+        requestBody?: never;
+        responses: {
+            /** @description Daily rollups: date ascending, the app-wide total row first, then eventName. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RollupRecordDto"][];
+                };
+            };
+            /** @description Invalid query parameters (`invalid_query`, with `errors`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `rollups:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded (`rate_limited`), or too many 401s. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
-      };
-      /** @description A bug. The body carries a `requestId` to quote when reporting it. */
-      500: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/problem+json': components['schemas']['Problem'];
-        };
-      };
     };
-  };
+    HealthController_liveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process is alive. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ok";
+                    };
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    HealthController_ready: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready to serve traffic (`degraded` when Redis is unreachable). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ok" | "degraded";
+                        checks: {
+                            [key: string]: {
+                                /** @enum {string} */
+                                status: "up" | "down" | "degraded";
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not ready. `failed` names the failed checks (`database`, `database_read`, `shutdown`); `checks` holds every status. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    MetricsController_scrape: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prometheus text exposition format. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
 }
