@@ -240,7 +240,9 @@ export class TallyClient {
   }
 
   /** Resolves when every event tracked so far has been answered (stored, duplicate or rejected). */
-  flush(): Promise<void> {
+  async flush(): Promise<void> {
+    // Events recovered from the spool count as tracked before any call.
+    if (this.spool) await this.spool;
     const remaining = this.queue.length - this.head + this.inFlightEvents;
     if (remaining === 0) return Promise.resolve();
     return new Promise<void>((resolve) => {
