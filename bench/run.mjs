@@ -43,6 +43,7 @@ import { loadWritePath } from './lib/write-path.mjs';
 import { benchDtoValidator, benchValidator, loadDtoValidator, loadValidator } from './lib/validation.mjs';
 import { evaluateTargets, hottestFunctions, renderSummary } from './lib/report.mjs';
 import { openServices } from './lib/services.mjs';
+import { clientScenario } from './scenarios/client.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BENCH = path.join(ROOT, 'bench');
@@ -335,6 +336,13 @@ async function ingestPhase(dist, cluster, results) {
       rssAfterIngestMb: Math.round(mem.rss / 1048576),
     };
     results.ingest = ingest;
+    results.client = await clientScenario({
+      baseUrl: server.baseUrl,
+      ingestKey: tenant.ingestKey,
+      ingestEventsPerSec: eventsRate,
+      quick: QUICK,
+      log,
+    });
 
     // The database ceiling, on the same schema and the same (now well-filled) tables.
     const write = loadWritePath(dist);

@@ -5,7 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TallyClient, TallyReader } from '../src/index.js';
-import { freePort, LiveServer, makeTenant, ROOT, startLossyProxy, startServer } from './live-tally.js';
+import { LiveServer, makeTenant, ROOT, startLossyProxy, startServer } from './live-tally.js';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
 
