@@ -17,6 +17,7 @@ const SRC_FOLDERS = [
   'rollups',
   'storage',
   'ops',
+  'dashboard',
   'cli',
 ];
 const FOUNDATION = ['config', 'common', 'database'];
@@ -30,6 +31,7 @@ const ALLOWED_IMPORTS = {
   rollups: [...FOUNDATION, 'auth'],
   storage: FOUNDATION,
   ops: FOUNDATION,
+  dashboard: FOUNDATION,
   cli: [...FOUNDATION, 'auth', 'rollups'],
 };
 
@@ -55,9 +57,7 @@ function boundaryRules(folder) {
 }
 
 export default tseslint.config(
-  {
-    ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.data/**', 'bench/results/**', 'bench/.cache/**'],
-  },
+  { ignores: ['dist/**', 'packages/*/dist/**', 'packages/client/src/generated/**', 'node_modules/**', 'coverage/**', '.data/**', 'bench/results/**', 'bench/.cache/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   prettier,

@@ -7,7 +7,7 @@ import { PROBLEM_SCHEMA_REF } from '@app/common/openapi';
 import { buildOpenApiDocument } from '@app/ops/openapi';
 import { DrainState } from '@app/ops/drain-state';
 import { useTestApp } from './support/test-app';
-import { Contract } from './support/contract';
+import { Contract, RequestContract } from './support/contract';
 
 // `UPDATE_OPENAPI=1 npx jest test/openapi.e2e-spec.ts` rewrites the committed copy after an
 // intended API change; review the diff like any other.
@@ -172,5 +172,44 @@ describe('contract checks', () => {
       .set(bearer(tenant.apiKey));
     expect(forbidden.status).toBe(403);
     contract.expect(forbidden, 'get', '/api/v1/rollups');
+  });
+
+  it('judge requests: an ingest batch per event, and the query of a read', () => {
+    const requests = new RequestContract(contract.document);
+    const batch = requests.verdict(
+      'POST',
+      '/api/ingest',
+      {
+        events: [
+          {
+            eventName: 'A.b',
+            platform: 'ios',
+            floatValue: 1.5,
+            isTestMode: true,
+            payload: { n: 1, s: 'x', b: false },
+          },
+          { eventName: 'A.b', platform: 5 },
+          { eventName: 'A.b', payload: { nested: { no: 1 } } },
+        ],
+        sentAt: 1,
+      },
+      true,
+    );
+    expect(batch).toMatchObject({ valid: true, problems: [] });
+    expect(batch?.events?.[0]).toBeNull();
+    expect(batch?.events?.[1]).toMatch(/platform/);
+    expect(batch?.events?.[2]).toMatch(/payload/);
+    expect(requests.verdict('POST', '/api/ingest', { events: 'nope' }, true)?.valid).toBe(false);
+    expect(requests.verdict('POST', '/api/ingest', undefined, false)?.problems).toEqual(['body is not JSON']);
+
+    const appId = '00000000-0000-4000-8000-000000000000';
+    expect(requests.verdict('GET', `/api/v1/events?appId=${appId}&limit=10`, undefined, true)?.valid).toBe(
+      true,
+    );
+    expect(
+      requests.verdict('GET', `/api/v1/events?appId=${appId}&colour=red`, undefined, true)?.problems,
+    ).toEqual(['query parameter colour is not documented']);
+    expect(requests.verdict('GET', '/api/v1/events', undefined, true)?.valid).toBe(false);
+    expect(requests.verdict('GET', '/nowhere', undefined, true)).toBeNull();
   });
 });

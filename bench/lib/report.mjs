@@ -13,6 +13,23 @@ const fmt = (v, digits = 0) =>
  */
 export const TARGETS = [
   {
+    id: 'client_track_ns',
+    label: 'TallyClient.track() per event',
+    unit: 'ns',
+    op: '<=',
+    value: 2000,
+    get: (r) => r.client?.trackNsPerEvent,
+  },
+  {
+    id: 'client_vs_raw_ingest',
+    label: 'TallyClient end to end vs raw-HTTP ingest (same run)',
+    unit: '×',
+    op: '>=',
+    value: 0.9,
+    digits: 2,
+    get: (r) => r.client?.vsRawIngest,
+  },
+  {
     id: 'ingest_events_per_sec',
     label: 'Ingest, 100-event batches, 64 connections',
     unit: 'events/s',

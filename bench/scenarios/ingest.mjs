@@ -16,6 +16,7 @@ import {
 } from '../lib/db.mjs';
 import { loadWritePath } from '../lib/write-path.mjs';
 import { hottestFunctions } from '../lib/report.mjs';
+import { clientScenario } from './client.mjs';
 import { CACHE, flags, QUICK, PLAN, log, check, makeTenant, ingestHeaders } from '../lib/common.mjs';
 
 /** Runs one ingest load and checks it against the database: rows Δ == accepted == sent. */
@@ -192,6 +193,13 @@ export async function ingestPhase(dist, cluster, results) {
       rssAfterIngestMb: Math.round(mem.rss / 1048576),
     };
     results.ingest = ingest;
+    results.client = await clientScenario({
+      baseUrl: server.baseUrl,
+      ingestKey: tenant.ingestKey,
+      ingestEventsPerSec: eventsRate,
+      quick: QUICK,
+      log,
+    });
 
     // The database ceiling, on the same schema and the same (now well-filled) tables.
     const write = loadWritePath(dist);

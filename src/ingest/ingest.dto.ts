@@ -102,7 +102,7 @@ export function FlatPayload(options?: ValidationOptions): PropertyDecorator {
   );
 }
 
-const CONTEXT = { maxLength: EVENT_LIMITS.contextMax, nullable: true };
+const CONTEXT = { type: 'string', maxLength: EVENT_LIMITS.contextMax, nullable: true } as const;
 const NO_CONTROL_CHARS = /^\P{Cc}*$/u;
 
 /**
@@ -110,7 +110,14 @@ const NO_CONTROL_CHARS = /^\P{Cc}*$/u;
  * are ignored (with a warning), never an error.
  */
 export class IngestEventDto {
-  @ApiProperty({ minLength: 1, maxLength: EVENT_LIMITS.eventNameMax, example: 'Checkout.completed' })
+  @ApiProperty({
+    type: 'string',
+    minLength: 1,
+    maxLength: EVENT_LIMITS.eventNameMax,
+    // No C0 or C1 control character and no DEL.
+    pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$',
+    example: 'Checkout.completed',
+  })
   @IsString()
   @IsNotEmpty()
   @Matches(NO_CONTROL_CHARS, { message: 'eventName must not contain control characters' })
@@ -119,6 +126,7 @@ export class IngestEventDto {
   eventName: string;
 
   @ApiPropertyOptional({
+    type: 'string',
     maxLength: EVENT_LIMITS.identifierMax,
     nullable: true,
     description:
@@ -130,7 +138,7 @@ export class IngestEventDto {
   @StorableText()
   anonymousUserId?: string | null;
 
-  @ApiPropertyOptional({ maxLength: EVENT_LIMITS.identifierMax, nullable: true })
+  @ApiPropertyOptional({ type: 'string', maxLength: EVENT_LIMITS.identifierMax, nullable: true })
   @IsOptional()
   @IsString()
   @MaxCodePoints(EVENT_LIMITS.identifierMax)
@@ -138,6 +146,7 @@ export class IngestEventDto {
   sessionId?: string | null;
 
   @ApiPropertyOptional({
+    type: 'string',
     minLength: 1,
     maxLength: EVENT_LIMITS.identifierMax,
     nullable: true,
@@ -153,6 +162,7 @@ export class IngestEventDto {
   @ApiPropertyOptional({
     type: 'integer',
     minimum: 0,
+    maximum: Number.MAX_SAFE_INTEGER,
     nullable: true,
     description: 'Epoch milliseconds. Absent: the receive time.',
   })
@@ -162,7 +172,11 @@ export class IngestEventDto {
   @Max(Number.MAX_SAFE_INTEGER)
   eventTime?: number | null;
 
-  @ApiPropertyOptional({ nullable: true, description: 'Forced to true when sent with a test key.' })
+  @ApiPropertyOptional({
+    type: 'boolean',
+    nullable: true,
+    description: 'Forced to true when sent with a test key.',
+  })
   @IsOptional()
   @IsBoolean()
   isTestMode?: boolean | null;
@@ -203,6 +217,7 @@ export class IngestEventDto {
   deviceModel?: string | null;
 
   @ApiPropertyOptional({
+    type: 'string',
     nullable: true,
     example: 'en-US',
     description: 'BCP 47 (en_US is normalised to en-US). Another format is dropped with a warning.',
@@ -212,6 +227,7 @@ export class IngestEventDto {
   locale?: string | null;
 
   @ApiPropertyOptional({
+    type: 'string',
     nullable: true,
     example: 'Europe/Paris',
     description: 'An IANA zone name or a ±HH:MM offset. Another format is dropped with a warning.',
@@ -220,7 +236,7 @@ export class IngestEventDto {
   @IsString()
   timezone?: string | null;
 
-  @ApiPropertyOptional({ nullable: true, description: 'A finite number.' })
+  @ApiPropertyOptional({ type: 'number', nullable: true, description: 'A finite number.' })
   @IsOptional()
   @IsNumber({ allowNaN: false, allowInfinity: false })
   floatValue?: number | null;
@@ -229,11 +245,14 @@ export class IngestEventDto {
     type: 'object',
     nullable: true,
     maxProperties: EVENT_LIMITS.payloadMaxKeys,
+    // Not in the decorator's type, but copied into the schema as written.
+    ...{ propertyNames: { minLength: 1, maxLength: EVENT_LIMITS.payloadKeyMax } },
     additionalProperties: {
       oneOf: [
         { type: 'string', maxLength: EVENT_LIMITS.payloadStringMax },
         { type: 'number' },
         { type: 'boolean' },
+        { type: 'null' },
       ],
     },
     description:
@@ -245,9 +264,11 @@ export class IngestEventDto {
   payload?: Record<string, string | number | boolean | null> | null;
 
   @ApiPropertyOptional({
+    type: 'string',
     nullable: true,
-    enum: ['unlinked'],
-    description: '"unlinked": stored without anonymousUserId and sessionId. Other values are ignored.',
+    examples: ['unlinked'],
+    description:
+      '"unlinked": stored without anonymousUserId and sessionId. Any other value is ignored with a warning.',
   })
   @IsOptional()
   privacyMode?: unknown;

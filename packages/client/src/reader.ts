@@ -1,0 +1,139 @@
+import { TallyError } from './errors.js';
+import type { EventRecord, RollupRecord } from './types.js';
+
+export interface TallyReaderOptions {
+  /** Base URL of the deployment. */
+  endpoint: string;
+  /** A REST API key, `tly_api_…`, with `events:read` and/or `rollups:read`. */
+  apiKey: string;
+  /** Events per page. Default 500 (the server's maximum). */
+  pageSize?: number;
+  /** Retries of a 429 or 503 after its Retry-After (or 1 s). Default 5. */
+  maxRetries?: number;
+  fetch?: typeof fetch;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export type TestModeFilter = boolean | 'all';
+
+export interface EventsQuery {
+  appId: string;
+  eventName?: string;
+  anonymousUserId?: string;
+  sessionId?: string;
+  /** Inclusive; epoch ms, a Date or an ISO-8601 string. */
+  from?: number | string | Date;
+  /** Exclusive; epoch ms, a Date or an ISO-8601 string. */
+  to?: number | string | Date;
+  testMode?: TestModeFilter;
+}
+
+export interface RollupsQuery {
+  appId: string;
+  /** `7d`: the last 7 days including today. Not combinable with fromDate/toDate. */
+  range?: string;
+  /** First UTC day, YYYY-MM-DD. */
+  fromDate?: string;
+  /** Last UTC day, YYYY-MM-DD. */
+  toDate?: string;
+  eventName?: string;
+  testMode?: TestModeFilter;
+}
+
+const NEXT_LINK = /<([^>]*)>\s*;\s*rel="?next"?/i;
+
+/** Reads events (following the pages) and rollups with a scoped API key. */
+export class TallyReader {
+  private readonly base: string;
+  private readonly fetchImpl: typeof fetch;
+  private readonly pageSize: number;
+  private readonly maxRetries: number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly authorization: string;
+
+  constructor(options: TallyReaderOptions) {
+    if (!options.endpoint) throw new TypeError('TallyReader: endpoint is required');
+    if (!options.apiKey) throw new TypeError('TallyReader: apiKey is required');
+    this.base = options.endpoint.replace(/\/+$/, '');
+    this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.pageSize = options.pageSize ?? 500;
+    this.maxRetries = options.maxRetries ?? 5;
+    this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.authorization = `Bearer ${options.apiKey}`;
+  }
+
+  /** Every matching event, newest first, page after page. */
+  async *events(query: EventsQuery): AsyncGenerator<EventRecord, void, undefined> {
+    let url: string | null = this.url('/api/v1/events', {
+      appId: query.appId,
+      limit: this.pageSize,
+      eventName: query.eventName,
+      anonymousUserId: query.anonymousUserId,
+      sessionId: query.sessionId,
+      from: time(query.from),
+      to: time(query.to),
+      testMode: query.testMode,
+    });
+    while (url) {
+      const res = await this.get(url);
+      const rows = (await res.json()) as EventRecord[];
+      for (const row of rows) yield row;
+      url = this.next(res, url);
+    }
+  }
+
+  /** Daily rollups: the app-wide total row first for each day, then one row per eventName. */
+  async rollups(query: RollupsQuery): Promise<RollupRecord[]> {
+    const res = await this.get(
+      this.url('/api/v1/rollups', {
+        appId: query.appId,
+        range: query.range,
+        fromDate: query.fromDate,
+        toDate: query.toDate,
+        eventName: query.eventName,
+        testMode: query.testMode,
+      }),
+    );
+    return (await res.json()) as RollupRecord[];
+  }
+
+  private url(path: string, params: Record<string, string | number | boolean | undefined>): string {
+    const search = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== undefined) search.set(k, String(v));
+    return `${this.base}${path}?${search}`;
+  }
+
+  private next(res: Response, current: string): string | null {
+    const link = NEXT_LINK.exec(res.headers.get('link') ?? '');
+    if (link) return new URL(link[1], this.base + '/').toString();
+    const cursor = res.headers.get('x-next-cursor');
+    if (!cursor) return null;
+    const url = new URL(current);
+    url.searchParams.set('cursor', cursor);
+    return url.toString();
+  }
+
+  private async get(url: string): Promise<Response> {
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      try {
+        res = await this.fetchImpl(url, { headers: { authorization: this.authorization } });
+      } catch (err) {
+        throw new TallyError({ status: 0, code: 'network_error', detail: String(err), cause: err });
+      }
+      if (res.ok) return res;
+      const error = await TallyError.fromResponse(res);
+      if ((res.status === 429 || res.status === 503) && attempt < this.maxRetries) {
+        await this.sleep(error.retryAfterMs ?? 1000);
+        continue;
+      }
+      throw error;
+    }
+  }
+}
+
+function time(v: number | string | Date | undefined): string | undefined {
+  if (v === undefined) return undefined;
+  if (v instanceof Date) return String(v.getTime());
+  return String(v);
+}

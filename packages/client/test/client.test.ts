@@ -1,0 +1,293 @@
+import fc from 'fast-check';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BatchResult, parseRetryAfter, TallyClient, TallyError } from '../src/index.js';
+import { encodeRecord } from '../src/spool.js';
+import { FakeTally, Reply } from './fake-tally.js';
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** A client on a fake clock: sleeps advance the clock at once. */
+function setup(script: Reply[], options: Partial<ConstructorParameters<typeof TallyClient>[0]> = {}) {
+  let clock = 1_700_000_000_000;
+  const now = () => clock;
+  const server = new FakeTally(script, now);
+  const results: BatchResult[] = [];
+  const errors: TallyError[] = [];
+  const sleeps: number[] = [];
+  const client = new TallyClient({
+    endpoint: 'http://tally.test/',
+    ingestKey: 'tly_live_x',
+    fetch: server.fetch as typeof fetch,
+    now,
+    sleep: async (ms) => {
+      sleeps.push(ms);
+      clock += ms;
+    },
+    random: () => 0.5,
+    gzipAboveBytes: Infinity,
+    onResult: (r) => results.push(r),
+    onError: (e) => errors.push(e),
+    ...options,
+  });
+  return { client, server, results, errors, sleeps, advance: (ms: number) => (clock += ms) };
+}
+
+describe('TallyClient', () => {
+  it('fills a UUIDv7 eventId and the eventTime, keeps the caller’s, and answers flush()', async () => {
+    const { client, server, results } = setup([]);
+    const id = client.track({ eventName: 'A.b', payload: { plan: 'pro' } });
+    expect(id).toMatch(UUID_V7);
+    expect(client.track({ eventName: 'A.b', eventId: 'mine' })).toBe('mine');
+    await client.flush();
+    expect(server.stored.has(id)).toBe(true);
+    expect(server.stored.has('mine')).toBe(true);
+    expect(results).toHaveLength(1);
+    expect(results[0].result).toMatchObject({ accepted: 2, rejected: 0 });
+    expect(client.stats()).toMatchObject({ queued: 0, inFlight: 0, accepted: 2, batches: 1, retries: 0 });
+  });
+
+  it('makes time-ordered eventIds', () => {
+    const { client } = setup([]);
+    const a = client.track({ eventName: 'A.b' });
+    const b = client.track({ eventName: 'A.b', eventTime: 5 });
+    expect(a.slice(0, 13) <= b.slice(0, 13)).toBe(true);
+    expect(b).not.toBe(a);
+  });
+
+  it('honours Retry-After in seconds and as an HTTP date, and sets sentAt per attempt', async () => {
+    const { client, server, sleeps } = setup(['429', '429-date', '503']);
+    client.track({ eventName: 'A.b' });
+    await client.flush();
+    expect(sleeps).toEqual([2000, 3000, 1000]);
+    expect(server.requests).toBe(4);
+    expect(new Set(server.sentAts).size).toBe(4);
+    expect(client.stats()).toMatchObject({ accepted: 1, retries: 3, batches: 4 });
+  });
+
+  it('backs off with full jitter on 500 and network errors, and counts a lost answer as a duplicate', async () => {
+    const { client, server, sleeps } = setup(['500', 'reset', 'lost']);
+    client.track({ eventName: 'A.b' });
+    await client.flush();
+    // random() = 0.5: half of 250, 500 and 1000 ms.
+    expect(sleeps).toEqual([125, 250, 500]);
+    expect(server.requests).toBe(4);
+    expect(client.stats()).toMatchObject({ accepted: 0, duplicates: 1, rejected: 0 });
+  });
+
+  it('never retries a 400, 401, 403 or 415 and reports the batch', async () => {
+    for (const status of [400, 401, 403, 415]) {
+      const errors: TallyError[] = [];
+      const results: BatchResult[] = [];
+      let calls = 0;
+      const client = new TallyClient({
+        endpoint: 'http://tally.test',
+        ingestKey: 'k',
+        fetch: (async () => {
+          calls++;
+          return new Response(
+            JSON.stringify({ code: 'c' + status, detail: 'd', requestId: 'rq', errors: [] }),
+            {
+              status,
+              headers: { 'x-request-id': 'rq' },
+            },
+          );
+        }) as typeof fetch,
+        onError: (e) => errors.push(e),
+        onResult: (r) => results.push(r),
+      });
+      client.track({ eventName: 'A.b' });
+      client.track({ eventName: 'A.b' });
+      await client.flush();
+      expect(calls).toBe(1);
+      expect(errors.map((e) => [e.status, e.code, e.requestId])).toEqual([[status, 'c' + status, 'rq']]);
+      expect(results[0]).toMatchObject({ status, eventIds: expect.any(Array) });
+      expect(results[0].eventIds).toHaveLength(2);
+      expect(client.stats().rejected).toBe(2);
+    }
+  });
+
+  it('splits a batch on 413 with the limits it was told', async () => {
+    const { client, server, results } = setup(['413']);
+    for (let i = 0; i < 10; i++) client.track({ eventName: 'A.b' });
+    await client.flush();
+    expect(server.requests).toBe(3);
+    expect(results.map((r) => r.eventIds.length)).toEqual([5, 5]);
+    expect(client.stats()).toMatchObject({ accepted: 10, rejected: 0 });
+  });
+
+  it('rejects a single event over the byte limit on the client, without sending it again', async () => {
+    let calls = 0;
+    const errors: TallyError[] = [];
+    const client = new TallyClient({
+      endpoint: 'http://tally.test',
+      ingestKey: 'k',
+      fetch: (async () => {
+        calls++;
+        return new Response(
+          JSON.stringify({ code: 'payload_too_large', detail: 'big', limitEvents: 1000, limitBytes: 1024 }),
+          { status: 413 },
+        );
+      }) as typeof fetch,
+      onError: (e) => errors.push(e),
+    });
+    client.track({ eventName: 'A.b', payload: { text: 'x'.repeat(1000), more: 'y'.repeat(500) } });
+    await client.flush();
+    client.track({ eventName: 'A.b', payload: { text: 'x'.repeat(1000), more: 'y'.repeat(500) } });
+    await client.flush();
+    expect(calls).toBe(1);
+    expect(errors.map((e) => e.code)).toEqual(['event_too_large', 'event_too_large']);
+    expect(client.stats()).toMatchObject({ rejected: 2, queued: 0, inFlight: 0 });
+  });
+
+  it('drops the oldest events of a full queue, counted and reported', async () => {
+    const { client, server, errors } = setup([], {
+      maxQueueEvents: 3,
+      flushAt: 100,
+      flushIntervalMs: 60_000,
+    });
+    const ids = [1, 2, 3, 4, 5].map(() => client.track({ eventName: 'A.b' }));
+    expect(client.stats()).toMatchObject({ queued: 3, dropped: 2 });
+    expect(errors.map((e) => e.code)).toEqual(['queue_full', 'queue_full']);
+    await client.flush();
+    expect([...server.stored.keys()]).toEqual(ids.slice(2));
+  });
+
+  it('gives up after maxAttempts and after maxRetryElapsedMs', async () => {
+    const a = setup(['500', '500', '500', '500'], { maxAttempts: 3 });
+    a.client.track({ eventName: 'A.b' });
+    await a.client.flush();
+    expect(a.server.requests).toBe(3);
+    expect(a.errors.map((e) => e.code)).toEqual(['retries_exhausted']);
+
+    const b = setup(['429', '429', '429'], { maxRetryElapsedMs: 3000 });
+    b.client.track({ eventName: 'A.b' });
+    await b.client.flush();
+    expect(b.server.requests).toBe(2);
+    expect(b.client.stats().rejected).toBe(1);
+  });
+
+  it('throws on track() after shutdown() and reports what could not be sent', async () => {
+    const errors: TallyError[] = [];
+    const client = new TallyClient({
+      endpoint: 'http://tally.test',
+      ingestKey: 'k',
+      fetch: (() => new Promise<Response>(() => {})) as typeof fetch,
+      onError: (e) => errors.push(e),
+      requestTimeoutMs: 60_000,
+    });
+    client.track({ eventName: 'A.b' });
+    const report = await client.shutdown({ timeoutMs: 20 });
+    expect(report).toEqual({ flushed: false, unsent: 1 });
+    expect(errors.map((e) => e.code)).toEqual(['shutdown_timeout']);
+    expect(() => client.track({ eventName: 'A.b' })).toThrow(
+      expect.objectContaining({ code: 'client_closed' }),
+    );
+  });
+
+  it('parses Retry-After as seconds or an HTTP date', () => {
+    expect(parseRetryAfter('3', 0)).toBe(3000);
+    expect(parseRetryAfter(new Date(10_000).toUTCString(), 4_000)).toBe(6000);
+    expect(parseRetryAfter('soon', 0)).toBeNull();
+    expect(parseRetryAfter(null, 0)).toBeNull();
+  });
+
+  it('property: every event ends exactly once and no event is sent more than maxAttempts times', async () => {
+    const reply = fc.constantFrom<Reply>('ok', '429', '429-date', '503', '500', '413', 'reset', 'lost');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(reply, { maxLength: 40 }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 60 }),
+        fc.integer({ min: 1, max: 25 }),
+        fc.integer({ min: 1, max: 4 }),
+        async (script, valid, flushAt, concurrency) => {
+          const maxAttempts = 4;
+          const { client, server, results } = setup(script, { flushAt, concurrency, maxAttempts });
+          const ids = valid.map((ok) => client.track({ eventName: ok ? 'A.b' : 'bad' }));
+          await client.flush();
+
+          const outcome = new Map<string, number>();
+          for (const r of results) for (const id of r.eventIds) outcome.set(id, (outcome.get(id) ?? 0) + 1);
+          expect(ids.every((id) => outcome.get(id) === 1)).toBe(true);
+          expect(outcome.size).toBe(ids.length);
+          const s = client.stats();
+          expect(s.accepted + s.duplicates + s.rejected).toBe(ids.length);
+          expect(s.queued + s.inFlight + s.dropped).toBe(0);
+          for (const n of server.sends.values()) expect(n).toBeLessThanOrEqual(maxAttempts);
+          // Whatever was answered with a 200 is stored exactly once (the fake counts copies).
+          for (const r of results) {
+            if (!r.result) continue;
+            const rejected = new Set(r.result.errors.map((e) => e.index));
+            r.eventIds.forEach((id, i) => {
+              if (!rejected.has(i)) expect(server.stored.get(id)).toBe(1);
+            });
+          }
+          await client.shutdown({ timeoutMs: 1000 });
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});
+
+describe('TallyClient spool', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'tally-spool-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('keeps unanswered durable events on disk and sends them from a new client', async () => {
+    const first = new TallyClient({
+      endpoint: 'http://tally.test',
+      ingestKey: 'k',
+      spoolDir: dir,
+      fetch: (() => new Promise<Response>(() => {})) as typeof fetch,
+      onError: () => {},
+    });
+    const ids = await Promise.all([1, 2, 3].map(() => first.trackDurable({ eventName: 'A.b' })));
+    expect(readdirSync(dir)).toHaveLength(1);
+    await first.shutdown({ timeoutMs: 10 });
+
+    const { client, server } = setup([], { spoolDir: dir, spoolSegmentEvents: 2 });
+    await client.trackDurable({ eventName: 'A.b' });
+    await client.flush();
+    await client.shutdown({ timeoutMs: 1000 });
+    for (const id of ids) expect(server.stored.get(id)).toBe(1);
+    expect(server.stored.size).toBe(4);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('recovers the records before a torn last record', async () => {
+    const good = JSON.stringify({ eventId: 'e-1', eventName: 'A.b', eventTime: 1 });
+    const torn = encodeRecord(JSON.stringify({ eventId: 'e-2', eventName: 'A.b', eventTime: 1 })).slice(
+      0,
+      20,
+    );
+    writeFileSync(join(dir, 'seg-0000000000000000.ndjson'), encodeRecord(good) + torn);
+    const corrupt = encodeRecord(JSON.stringify({ eventId: 'e-3', eventName: 'A.b' })).replace('e-3', 'e-4');
+    writeFileSync(join(dir, 'seg-0000000000000001.ndjson'), corrupt);
+    const { client, server } = setup([], { spoolDir: dir });
+    await client.trackDurable({ eventName: 'A.b', eventId: 'e-5' });
+    await client.flush();
+    await client.shutdown();
+    expect([...server.stored.keys()].sort()).toEqual(['e-1', 'e-5']);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('writes one checksummed line per event', async () => {
+    const client = new TallyClient({
+      endpoint: 'http://tally.test',
+      ingestKey: 'k',
+      spoolDir: dir,
+      fetch: (() => new Promise<Response>(() => {})) as typeof fetch,
+      onError: () => {},
+    });
+    const id = await client.trackDurable({ eventName: 'A.b' });
+    const [file] = readdirSync(dir);
+    expect(file).toMatch(/^seg-[0-9a-f]{16}\.ndjson$/);
+    const line = readFileSync(join(dir, file), 'utf8');
+    expect(line).toMatch(/^[0-9a-f]{8} \{.*\}\n$/);
+    expect(JSON.parse(line.slice(9))).toMatchObject({ eventId: id, eventName: 'A.b' });
+    await client.shutdown({ timeoutMs: 10 });
+  });
+});

@@ -1,0 +1,152 @@
+// Test helpers that run the real, built Tally server as a child process (so it can be killed),
+// create tenants with its admin CLI, and put a fault-injecting TCP proxy in front of it.
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+
+export const ROOT = path.resolve(__dirname, '..', '..', '..');
+const SERVER_JS = path.join(ROOT, 'dist/src/main.js');
+const CLI_JS = path.join(ROOT, 'dist/src/cli/main.js');
+
+export function databaseUrl(): string {
+  const url = process.env.TALLY_TEST_DATABASE_URL;
+  if (!url) throw new Error('TALLY_TEST_DATABASE_URL is not set; run the tests through jest');
+  return url;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface LiveServer {
+  base: string;
+  port: number;
+  child: ChildProcess;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+const UNTHROTTLED = {
+  INGEST_RATE_REQUESTS: '10000000',
+  INGEST_RATE_EVENTS: '1000000000',
+  READ_RATE_REQUESTS: '10000000',
+  AUTH_FAILURE_LIMIT: '10000000',
+};
+
+export async function startServer(env: Record<string, string> = {}, port?: number): Promise<LiveServer> {
+  port ??= await freePort();
+  const child = spawn(process.execPath, [SERVER_JS], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl(),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ROLLUPS_ENABLED: 'false',
+      DATABASE_POOL_SIZE: '4',
+      ...UNTHROTTLED,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 60_000);
+    child.stdout!.on('data', (c) => {
+      out += c;
+      if (out.includes('Tally listening')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.stderr!.on('data', (c) => (out += c));
+    void exited.then(() => reject(new Error(`server exited before listening:\n${out}`)));
+  });
+  return {
+    base: `http://127.0.0.1:${port}`,
+    port,
+    child,
+    async kill(signal = 'SIGKILL') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+function cli(args: string[]): Promise<Record<string, string>> {
+  return new Promise((resolve, reject) =>
+    execFile(
+      process.execPath,
+      [CLI_JS, ...args, '--json'],
+      { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl(), LOG_LEVEL: 'warn' } },
+      (err, stdout, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve(JSON.parse(stdout))),
+    ),
+  );
+}
+
+export async function makeTenant(name: string) {
+  const app = await cli(['apps', 'create', '--name', name]);
+  const ingest = await cli(['keys', 'create-ingest', '--app', app.id]);
+  const api = await cli([
+    'keys',
+    'create-api',
+    '--app',
+    app.id,
+    '--scope',
+    'events:read',
+    '--scope',
+    'rollups:read',
+  ]);
+  return { appId: app.id, ingestKey: ingest.key, apiKey: api.key };
+}
+
+/**
+ * A TCP proxy that forwards every request, and with probability `dropRate` closes the client's
+ * connection instead of passing a response on: the server has done the work, the client never
+ * hears of it.
+ */
+export async function startLossyProxy(target: number, dropRate: number, random: () => number = Math.random) {
+  const sockets = new Set<net.Socket>();
+  let dropped = 0;
+  const server = net.createServer((client) => {
+    const upstream = net.connect(target, '127.0.0.1');
+    sockets.add(client).add(upstream);
+    client.on('close', () => sockets.delete(client));
+    upstream.on('close', () => sockets.delete(upstream));
+    client.pipe(upstream);
+    upstream.on('data', (chunk) => {
+      if (random() < dropRate) {
+        dropped++;
+        client.destroy();
+        upstream.destroy();
+        return;
+      }
+      client.write(chunk);
+    });
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end);
+    upstream.on('error', end);
+    upstream.on('end', () => client.end());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    base: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    dropped: () => dropped,
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
+  };
+}

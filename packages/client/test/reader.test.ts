@@ -1,0 +1,85 @@
+import { TallyError, TallyReader } from '../src/index.js';
+
+function replying(
+  pages: Record<string, { status?: number; body: unknown; headers?: Record<string, string> }>,
+) {
+  const urls: string[] = [];
+  const fetchImpl = (async (input: string | URL | Request) => {
+    const url = String(input);
+    urls.push(url);
+    const u = new URL(url);
+    const page = pages[u.pathname + u.search] ?? pages[u.pathname];
+    return new Response(JSON.stringify(page.body), { status: page.status ?? 200, headers: page.headers });
+  }) as typeof fetch;
+  return { urls, fetchImpl };
+}
+
+describe('TallyReader', () => {
+  it('follows Link, then X-Next-Cursor, until a page has neither', async () => {
+    const first = '/api/v1/events?appId=a&limit=2&testMode=all';
+    const { urls, fetchImpl } = replying({
+      [first]: {
+        body: [{ eventId: '1' }, { eventId: '2' }],
+        headers: { link: '</api/v1/events?appId=a&cursor=c1>; rel="next"' },
+      },
+      '/api/v1/events?appId=a&cursor=c1': { body: [{ eventId: '3' }], headers: { 'x-next-cursor': 'c2' } },
+      '/api/v1/events?appId=a&cursor=c2': { body: [{ eventId: '4' }] },
+    });
+    const reader = new TallyReader({
+      endpoint: 'http://tally.test/',
+      apiKey: 'k',
+      pageSize: 2,
+      fetch: fetchImpl,
+    });
+    const ids: string[] = [];
+    for await (const e of reader.events({ appId: 'a', testMode: 'all' })) ids.push(String(e.eventId));
+    expect(ids).toEqual(['1', '2', '3', '4']);
+    expect(urls).toEqual([
+      'http://tally.test' + first,
+      'http://tally.test/api/v1/events?appId=a&cursor=c1',
+      'http://tally.test/api/v1/events?appId=a&cursor=c2',
+    ]);
+  });
+
+  it('turns an error answer into a TallyError, and retries a 429 after Retry-After', async () => {
+    let calls = 0;
+    const sleeps: number[] = [];
+    const reader = new TallyReader({
+      endpoint: 'http://tally.test',
+      apiKey: 'k',
+      sleep: async (ms) => void sleeps.push(ms),
+      fetch: (async () => {
+        calls++;
+        if (calls === 1) {
+          return new Response(
+            JSON.stringify({ code: 'rate_limited', detail: 'slow down', requestId: 'r1' }),
+            {
+              status: 429,
+              headers: { 'retry-after': '2' },
+            },
+          );
+        }
+        return new Response(
+          JSON.stringify({
+            code: 'app_forbidden',
+            detail: 'no access',
+            requestId: 'r2',
+            errors: [{ field: 'appId', code: 'x', message: 'm' }],
+          }),
+          { status: 403 },
+        );
+      }) as typeof fetch,
+    });
+    const err = await reader.rollups({ appId: 'a', range: '7d' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TallyError);
+    expect(err).toMatchObject({
+      status: 403,
+      code: 'app_forbidden',
+      detail: 'no access',
+      requestId: 'r2',
+      retryAfterMs: null,
+      errors: [{ field: 'appId', code: 'x', message: 'm' }],
+    });
+    expect(sleeps).toEqual([2000]);
+  });
+});

@@ -1,0 +1,148 @@
+// Loaded by jest (setupFilesAfterEnv) in every e2e file: each request sent through Supertest is
+// checked against docs/openapi.json, and the test fails when the document and the server
+// disagree: a request the server accepts but the document forbids, or the reverse. For
+// POST /api/ingest the comparison is per event: an event the server rejects in its 200 answer
+// must break the event schema, and an event it keeps must conform.
+import fs from 'node:fs';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { Test } from 'supertest';
+import type { Response } from 'supertest';
+import type { OpenAPIObject } from '@nestjs/swagger';
+import { RequestContract } from './contract';
+
+// Rejections no JSON schema can state: storage, size, age and content policies.
+const BEYOND_SCHEMA_EVENT_CODES = new Set([
+  'unstorable_value',
+  'event_too_large',
+  'event_too_old',
+  'pii_detected',
+]);
+// Request-level rejections beyond the schema: a forged or foreign cursor, a range that is
+// empty or too long, parameters that exclude each other.
+const BEYOND_SCHEMA_REQUEST_CODES = new Set(['invalid_cursor']);
+
+/**
+ * Tests that send requests the document cannot judge, on purpose: bodies that are not what their
+ * Content-Type says, or rules that span several parameters. Named in full (describe + it).
+ */
+export const EXEMPT_TESTS = new Set<string>([
+  // Random and hostile requests by design.
+  'fuzzing: no 5xx, problem+json with a stable code, and only accepted events stored events: arbitrary query strings',
+  'fuzzing: no 5xx, problem+json with a stable code, and only accepted events stored ingest: events with arbitrary fields and values',
+  'fuzzing: no 5xx, problem+json with a stable code, and only accepted events stored ingest: wrong and broken content encodings',
+  'fuzzing: no 5xx, problem+json with a stable code, and only accepted events stored the database holds exactly the accepted events',
+  'security review (OWASP API Security Top 10, 2023) API8 injection: SQL through every query parameter /api/v1/events: every parameter treats SQL as data (200 with no foreign rows, or 400)',
+  'security review (OWASP API Security Top 10, 2023) API8 injection: SQL through every query parameter /api/v1/rollups: every parameter treats SQL as data (200 with no foreign rows, or 400)',
+  'security review (OWASP API Security Top 10, 2023) API8 security misconfiguration errors leak no stack trace, SQL or internals',
+  // Dates and spans that are well-formed text but not valid values: calendar and span rules
+  // (no 30 February, from before to, at most 366 days, range or dates) are beyond a schema.
+  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query from="2026-02-30" is invalid_timestamp',
+  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query from="2026-11-21T10:00:00" is invalid_timestamp',
+  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query from="yesterday" is invalid_timestamp',
+  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query refuses from after to',
+  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query to="-5" is invalid_timestamp',
+  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query to="2026-11-21T25:00:00Z" is invalid_timestamp',
+  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query to="99999999999999999" is invalid_timestamp',
+  'rollups (decisions §6, §7) query validation: 400 invalid_query a span over 366 days is refused; exactly 366 is accepted',
+  'rollups (decisions §6, §7) query validation: 400 invalid_query fromDate after toDate is refused, including a future fromDate with the default toDate',
+  'rollups (decisions §6, §7) query validation: 400 invalid_query fromDate=2025-02-29 is invalid_date',
+  'rollups (decisions §6, §7) query validation: 400 invalid_query fromDate=2026-02-30 is invalid_date',
+  'rollups (decisions §6, §7) query validation: 400 invalid_query fromDate=2026-13-01 is invalid_date',
+  'rollups (decisions §6, §7) query validation: 400 invalid_query range together with fromDate or toDate is a conflict',
+  'rollups (decisions §6, §7) query validation: 400 invalid_query range="0d" is refused',
+  'rollups (decisions §6, §7) query validation: 400 invalid_query range="367d" is refused',
+  'rollups (decisions §6, §7) query validation: 400 invalid_query toDate=0999-01-01 is invalid_date',
+  'rollups (decisions §6, §7) query validation: 400 invalid_query toDate=2026-04-31 is invalid_date',
+  'security review (OWASP API Security Top 10, 2023) API4 unrestricted resource consumption rollups: a span of 367 days is 400 invalid_query',
+  'security review (OWASP API Security Top 10, 2023) API4 unrestricted resource consumption rollups: fromDate far in the past is 400 invalid_query',
+  'security review (OWASP API Security Top 10, 2023) API4 unrestricted resource consumption rollups: range=367d is 400 invalid_query',
+  // 1e400 is valid JSON text, parsed as Infinity: a schema cannot tell it from a number.
+  'POST /api/ingest (decisions §4) per-event errors: the event is rejected, the rest is stored invalid_value for a number too large to be finite',
+]);
+
+const document = JSON.parse(
+  fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'openapi.json'), 'utf8'),
+) as OpenAPIObject;
+const contract = new RequestContract(document);
+
+type SentTest = Test & { _data?: unknown; _header?: Record<string, string>; _written?: Buffer[] };
+
+const MAX_INFLATED = 4 * 1024 * 1024;
+
+function sentBody(test: SentTest): { body: unknown; json: boolean } {
+  let data: unknown = test._written ? Buffer.concat(test._written) : test._data;
+  if (data === undefined) return { body: undefined, json: true };
+  try {
+    if (Buffer.isBuffer(data) || data instanceof Uint8Array) {
+      const buf = Buffer.from(data);
+      const encoding = String(test._header?.['content-encoding'] ?? '').toLowerCase();
+      // Inflated with a cap: a body past it is over every ingest limit, so nothing to compare.
+      data = (
+        /^(x-)?gzip$/.test(encoding) ? gunzipSync(buf, { maxOutputLength: MAX_INFLATED }) : buf
+      ).toString('utf8');
+    }
+    if (typeof data === 'string') return { body: JSON.parse(data), json: true };
+    return { body: data, json: true };
+  } catch {
+    return { body: undefined, json: false };
+  }
+}
+
+/** Null when the request conforms as far as the server's answer can tell, or the disagreement. */
+export function disagreement(test: SentTest, res: Response): string | null {
+  const req = (res as unknown as { req?: { method: string; path: string } }).req;
+  if (!req) return null;
+  const { body, json } = sentBody(test);
+  const verdict = contract.verdict(req.method, req.path, body, json);
+  if (!verdict) return null;
+  const where = `${req.method} ${req.path.slice(0, 120)}`;
+  const code = (res.body as { code?: string } | undefined)?.code;
+  if (res.status >= 200 && res.status < 300) {
+    if (!verdict.valid)
+      return `${where}: the server answered ${res.status} to a request the document forbids: ${verdict.problems.join('; ')}`;
+    const result = res.body as { rejected?: number; errors?: { index: number; code: string }[] };
+    if (!verdict.events || !Array.isArray(result.errors)) return null;
+    const rejected = new Map<number, string[]>();
+    for (const e of result.errors) rejected.set(e.index, [...(rejected.get(e.index) ?? []), e.code]);
+    // A capped error list cannot name every rejected event.
+    if (rejected.size !== result.rejected) return null;
+    for (const [i, problem] of verdict.events.entries()) {
+      const codes = rejected.get(i);
+      if (codes && problem === null && !codes.some((c) => BEYOND_SCHEMA_EVENT_CODES.has(c))) {
+        return `${where}: events/${i} conforms to the document but the server rejected it (${codes.join(', ')})`;
+      }
+      if (!codes && problem !== null) {
+        return `${where}: events/${i} breaks the document (${problem}) but the server kept it`;
+      }
+    }
+    return null;
+  }
+  if (res.status === 400 && !BEYOND_SCHEMA_REQUEST_CODES.has(code ?? '')) {
+    if (verdict.valid && !(verdict.events ?? []).some((e) => e !== null)) {
+      return `${where}: the document allows the request but the server refused it (400 ${code})`;
+    }
+  }
+  return null;
+}
+
+type Assert = (this: SentTest, err: unknown, res: Response, fn: unknown) => void;
+const proto = Test.prototype as unknown as { assert: Assert };
+const original = proto.assert;
+// Bodies written in pieces (`req.write(buffer)`) are kept to be checked too.
+const writeProto = Test.prototype as unknown as {
+  write: (this: SentTest, data: unknown, enc?: unknown) => boolean;
+};
+const originalWrite = writeProto.write;
+writeProto.write = function (this: SentTest, data: unknown, enc?: unknown) {
+  (this._written ??= []).push(Buffer.isBuffer(data) ? data : Buffer.from(String(data)));
+  return originalWrite.call(this, data, enc);
+};
+proto.assert = function (this: SentTest, err: unknown, res: Response, fn: unknown) {
+  let problem: Error | null = null;
+  if (res && !EXEMPT_TESTS.has(expect.getState().currentTestName ?? '')) {
+    const found = disagreement(this, res);
+    if (found) problem = new Error(`Request contract: ${found}`);
+  }
+  return original.call(this, problem ?? err, res, fn);
+};
