@@ -43,6 +43,7 @@ import { loadWritePath } from './lib/write-path.mjs';
 import { benchDtoValidator, benchValidator, loadDtoValidator, loadValidator } from './lib/validation.mjs';
 import { evaluateTargets, hottestFunctions, renderSummary } from './lib/report.mjs';
 import { openServices } from './lib/services.mjs';
+import { profileLayers } from './scenarios/profile-layers.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BENCH = path.join(ROOT, 'bench');
@@ -55,9 +56,12 @@ const { values: flags } = parseArgs({
     'skip-reads': { type: 'boolean', default: false },
     'keep-pg': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
+    'ingest-only': { type: 'boolean', default: false },
   },
 });
 const QUICK = flags.quick;
+// --ingest-only: the warm-up and the two 100-event runs, nothing else (a quick A/B of the hot path).
+const INGEST_ONLY = flags['ingest-only'];
 
 // Sizes of everything. The full run targets about 10 s per load run; the quick run only has to
 // prove that the harness and the correctness checks work.
@@ -304,6 +308,10 @@ async function ingestPhase(dist, cluster, results) {
       seed: 3,
     });
     const eventsRate = ingest.batch100_c64.eventsPerSec || ingest.batch100_c16.eventsPerSec || 1000;
+    if (INGEST_ONLY) {
+      results.ingest = ingest;
+      return;
+    }
     ingest.batch1000_c16 = await ingestRun('batch1000_c16', {
       server,
       db,
@@ -381,7 +389,10 @@ async function ingestPhase(dist, cluster, results) {
     await db.end();
     const code = await server.stop();
     check('ingest server exits cleanly on SIGTERM', code === 0, `exit code ${code}`);
-    if (flags.profile) results.ingestProfile = hottestFunctions(profileDir, server.pid);
+    if (flags.profile) {
+      results.ingestProfile = hottestFunctions(profileDir, server.pid);
+      if (results.ingestProfile) results.ingestProfile.layers = profileLayers(results.ingestProfile.file);
+    }
   }
 }
 
@@ -702,15 +713,17 @@ async function main() {
   };
   try {
     await ingestPhase(dist, cluster, results);
-    await httpCeilingPhase(results);
+    if (!INGEST_ONLY) await httpCeilingPhase(results);
     const i64 = results.ingest?.batch100_c64?.eventsPerSec;
     results.ratios = {
       ingest_vs_db_ceiling: i64 / results.dbCeiling?.rowsPerSec,
       ingest_vs_http_ceiling: i64 / results.httpCeiling?.c64?.eventsPerSec,
     };
 
-    const validator = await loadValidator(dist);
-    if (validator) {
+    const validator = INGEST_ONLY ? undefined : await loadValidator(dist);
+    if (INGEST_ONLY) {
+      /* no validator, ceilings or reads */
+    } else if (validator) {
       results.validation = benchValidator(validator, PLAN.validationEvents, rng(42));
       check(
         'validator: rejects exactly the invalid events',
@@ -721,7 +734,7 @@ async function main() {
     } else {
       check('validator: found in dist/src/ingest', false, 'no event validator export found');
     }
-    const dto = loadDtoValidator(dist);
+    const dto = !INGEST_ONLY && loadDtoValidator(dist);
     if (dto && results.validation) {
       results.validation.classValidatorBaseline = benchDtoValidator(dto, PLAN.validationEvents / 10, rng(42));
       log(
@@ -729,7 +742,7 @@ async function main() {
       );
     }
 
-    if (!flags['skip-reads']) await readsPhase(dist, cluster, results);
+    if (!flags['skip-reads'] && !INGEST_ONLY) await readsPhase(dist, cluster, results);
   } finally {
     if (cluster.temporary) {
       await stopCluster(cluster.dir);
@@ -744,7 +757,7 @@ async function main() {
   results.targets = evaluateTargets(results);
   results.correctness = correctness;
   // Only a complete, unprofiled full run is the record; anything less goes beside it.
-  const partial = flags['skip-reads'] || flags.profile;
+  const partial = flags['skip-reads'] || flags.profile || INGEST_ONLY;
   const file = path.join(BENCH, 'results', QUICK ? 'quick.json' : partial ? 'partial.json' : 'latest.json');
   fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
   process.stdout.write(renderSummary(results) + '\n');
