@@ -1,3 +1,4 @@
+import { RequestMethod } from '@nestjs/common';
 import type { Params } from 'nestjs-pino';
 import type { AppConfig } from '@app/config/config';
 import { assignRequestId } from './request-id';
@@ -12,6 +13,8 @@ function loggableUrl(url: unknown): unknown {
 /** One JSON line per request, with the request id; credentials are never written. */
 export function loggerOptions(config: AppConfig): Params {
   return {
+    // Ingest writes its own request line (request-log.ts): the same line, built only when written.
+    exclude: [{ path: 'api/ingest', method: RequestMethod.POST }],
     pinoHttp: {
       level: config.logLevel,
       genReqId: (req, res) => assignRequestId(req, res),
