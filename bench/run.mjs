@@ -44,6 +44,7 @@ import { benchDtoValidator, benchValidator, loadDtoValidator, loadValidator } fr
 import { evaluateTargets, hottestFunctions, renderSummary } from './lib/report.mjs';
 import { openServices } from './lib/services.mjs';
 import { profileLayers } from './scenarios/profile-layers.mjs';
+import { checkFilteredReads, filteredReadsUnderIngest } from './scenarios/filtered-reads.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BENCH = path.join(ROOT, 'bench');
@@ -74,6 +75,7 @@ const PLAN = QUICK
       validationEvents: 20_000,
       reads: { apps: 5, total: 30_000, bigCount: 20_000, days: 30, requests: 20 },
       incrementalEvents: 1_000,
+      filteredReads: { dayEvents: 20_000, seconds: 3, minReads: 5 },
     }
   : {
       loadSeconds: 10,
@@ -83,6 +85,7 @@ const PLAN = QUICK
       validationEvents: 400_000,
       reads: { apps: 50, total: 5_000_000, bigCount: 2_000_000, days: 30, requests: 200 },
       incrementalEvents: 10_000,
+      filteredReads: { dayEvents: 2_000_000, seconds: 30, minReads: 40 },
     };
 
 const started = Date.now();
@@ -674,6 +677,19 @@ async function readsPhase(dist, cluster, results) {
         log(`reads ${k}: p50 ${v.latencyMs.p50} ms, p99 ${v.latencyMs.p99} ms`);
       }
       results.reads = reads;
+      results.filteredReads = await filteredReadsUnderIngest({
+        baseUrl: server.baseUrl,
+        db,
+        createApp: async () => (await insertApps(db, 1, 'bench-filters'))[0],
+        createKeys: async (id) => ({
+          ingestKey: (await services.createIngestKey(id)).key,
+          apiKey: (await services.createApiKey(id, ['events:read'])).key,
+        }),
+        peakEventsPerSec: results.ingest?.batch100_c64?.eventsPerSec || 5000,
+        ...PLAN.filteredReads,
+        log,
+      });
+      checkFilteredReads(results.filteredReads, check, log);
     } finally {
       await db.end();
     }
