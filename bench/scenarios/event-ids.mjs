@@ -23,6 +23,8 @@ const { values: opts } = parseArgs({
   options: {
     prefill: { type: 'string', default: '2000000' },
     events: { type: 'string', default: '200000' },
+    // e.g. --wal-compression pglz: the same runs with compressed full-page images.
+    'wal-compression': { type: 'string', default: 'off' },
   },
 });
 const PREFILL = Number(opts.prefill);
@@ -67,7 +69,7 @@ async function main() {
   await cli(dist, url, ['migrate']);
   const db = await connect(url);
   const pgDir = path.join(dir, 'pg');
-  const results = { prefill: PREFILL, events: EVENTS, runs: [] };
+  const results = { prefill: PREFILL, events: EVENTS, walCompression: opts['wal-compression'], runs: [] };
   try {
     // The day partitions the server's maintenance task would have made.
     for (const offset of [-1, 0, 1]) {
@@ -97,6 +99,8 @@ async function main() {
       log(`prefilled ${PREFILL} ${kind} ids`);
     }
     await db.query('VACUUM ANALYZE event_dedup');
+    await db.query(`ALTER SYSTEM SET wal_compression = '${opts['wal-compression'].replace(/'/g, '')}'`);
+    await db.query('SELECT pg_reload_conf()');
     const templates = Array.from(
       { length: 16 },
       (_, i) => JSON.parse(batchTemplate(500 + i, 100).render('t')).events,
@@ -141,10 +145,12 @@ async function main() {
     log(`failed: ${err.stack ?? err}`);
     process.exitCode = 1;
   } finally {
+    await db.query('ALTER SYSTEM RESET wal_compression').catch(() => undefined);
     await db.end();
     await stop(dir);
   }
-  const file = path.join(ROOT, 'bench', 'results', 'event-ids.json');
+  const suffix = opts['wal-compression'] === 'off' ? '' : `-wal-${opts['wal-compression']}`;
+  const file = path.join(ROOT, 'bench', 'results', `event-ids${suffix}.json`);
   fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
   log(`results: ${path.relative(ROOT, file)}`);
 }

@@ -59,17 +59,29 @@ export function profileLayers(file) {
     return layer;
   };
   const totals = new Map();
+  const self = new Map();
   let busy = 0;
   profile.samples.forEach((id, i) => {
     const dt = profile.timeDeltas[i] ?? 0;
     const layer = classify(id);
     totals.set(layer, (totals.get(layer) ?? 0) + dt);
-    if (layer !== 'idle' && !layer.startsWith('start-up')) busy += dt;
+    if (layer === 'idle' || layer.startsWith('start-up')) return;
+    busy += dt;
+    const { functionName, url, lineNumber } = byId.get(id).callFrame;
+    const where = url ? ` ${url.replace(/^.*\/(node_modules|dist-\d+)\//, '')}:${lineNumber + 1}` : '';
+    const key = `${functionName || '(anonymous)'}${where}`;
+    const entry = self.get(key) ?? { us: 0, layer };
+    entry.us += dt;
+    self.set(key, entry);
   });
   // Shares are of the time the server was busy, start-up excluded. The V8 profiler samples
   // the thread's wall time, so on a shared machine a share is the reliable figure, not the ms.
   return {
     busyMs: Math.round(busy / 1000),
+    top: [...self.entries()]
+      .sort((a, b) => b[1].us - a[1].us)
+      .slice(0, 20)
+      .map(([fn, { us, layer }]) => ({ fn, layer, share: Math.round((us / busy) * 1000) / 10 })),
     layers: [...totals.entries()]
       .filter(([name]) => name !== 'idle')
       .sort((a, b) => b[1] - a[1])
