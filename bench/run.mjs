@@ -45,6 +45,7 @@ import { evaluateTargets, hottestFunctions, renderSummary } from './lib/report.m
 import { openServices } from './lib/services.mjs';
 import { profileLayers } from './scenarios/profile-layers.mjs';
 import { checkFilteredReads, filteredReadsUnderIngest } from './scenarios/filtered-reads.mjs';
+import { budgetOf } from './scenarios/budget.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BENCH = path.join(ROOT, 'bench');
@@ -771,6 +772,7 @@ async function main() {
 
   results.durationSeconds = (Date.now() - started) / 1000;
   results.targets = evaluateTargets(results);
+  results.budget = budgetOf(results);
   results.correctness = correctness;
   // Only a complete, unprofiled full run is the record; anything less goes beside it.
   const partial = flags['skip-reads'] || flags.profile || INGEST_ONLY;

@@ -61,7 +61,8 @@ async function main() {
   const dist = path.join(ROOT, 'dist');
   const write = loadWritePath(dist);
   if (!write) throw new Error('no build: run `npm run build` first');
-  const dir = path.join(ROOT, 'bench', '.cache', 'pg');
+  // A cluster of its own, so that this never stops the one the main benchmark is using.
+  const dir = path.join(ROOT, 'bench', '.cache', 'pg-ids');
   fs.mkdirSync(dir, { recursive: true });
   const cluster = await ensure(dir, await freePort());
   const url = withDatabase(cluster.url, 'bench_ids');
