@@ -22,6 +22,7 @@ import {
   CACHE,
   flags,
   QUICK,
+  INGEST_ONLY,
   PLAN,
   started,
   log,
@@ -34,6 +35,7 @@ import { ingestPhase } from './scenarios/ingest.mjs';
 import { httpCeilingPhase } from './scenarios/http-ceiling.mjs';
 import { readsPhase } from './scenarios/reads.mjs';
 import { validationPhase } from './scenarios/validation.mjs';
+import { budgetOf } from './scenarios/budget.mjs';
 
 async function main() {
   fs.mkdirSync(CACHE, { recursive: true });
@@ -63,16 +65,16 @@ async function main() {
   };
   try {
     await ingestPhase(dist, cluster, results);
-    await httpCeilingPhase(results);
+    if (!INGEST_ONLY) await httpCeilingPhase(results);
     const i64 = results.ingest?.batch100_c64?.eventsPerSec;
     results.ratios = {
       ingest_vs_db_ceiling: i64 / results.dbCeiling?.rowsPerSec,
       ingest_vs_http_ceiling: i64 / results.httpCeiling?.c64?.eventsPerSec,
     };
 
-    await validationPhase(dist, results);
+    if (!INGEST_ONLY) await validationPhase(dist, results);
 
-    if (!flags['skip-reads']) await readsPhase(dist, cluster, results);
+    if (!flags['skip-reads'] && !INGEST_ONLY) await readsPhase(dist, cluster, results);
   } finally {
     if (cluster.temporary) {
       await stopCluster(cluster.dir);
@@ -85,9 +87,10 @@ async function main() {
 
   results.durationSeconds = (Date.now() - started) / 1000;
   results.targets = evaluateTargets(results);
+  results.budget = budgetOf(results);
   results.correctness = correctness;
   // Only a complete, unprofiled full run is the record; anything less goes beside it.
-  const partial = flags['skip-reads'] || flags.profile;
+  const partial = flags['skip-reads'] || flags.profile || INGEST_ONLY;
   const file = path.join(BENCH, 'results', QUICK ? 'quick.json' : partial ? 'partial.json' : 'latest.json');
   fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
   process.stdout.write(renderSummary(results) + '\n');

@@ -1,6 +1,7 @@
 import { InitialSchema1763780000000 } from './1763780000000-initial-schema';
 import { RollupFinalisationIndex1763790000000 } from './1763790000000-rollup-finalisation-index';
 import { DedupBytewiseIds1763800000000 } from './1763800000000-dedup-bytewise-ids';
+import { EventsTestModeIndex1763810000000 } from './1763810000000-events-test-mode-index';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -8,4 +9,5 @@ export const MIGRATIONS = [
   InitialSchema1763780000000,
   RollupFinalisationIndex1763790000000,
   DedupBytewiseIds1763800000000,
+  EventsTestModeIndex1763810000000,
 ];

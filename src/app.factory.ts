@@ -7,6 +7,7 @@ import type { AppConfig } from './config/config';
 import { AppModule, AppOptions } from './app.module';
 import { ProblemFilter } from './common/problem.filter';
 import { assignRequestId } from './common/request-id';
+import { logIngestRequest } from './common/request-log';
 import { setupOpenApi } from './ops/openapi';
 
 const INGEST_PATH = /^\/api\/ingest(\/|\?|$)/;
@@ -29,6 +30,7 @@ export async function createApp(
   app.disable('etag');
   app.use((req: Request, res: Parameters<typeof assignRequestId>[1], next: () => void) => {
     assignRequestId(req, res);
+    if (req.method === 'POST' && INGEST_PATH.test(req.url)) logIngestRequest(req, res);
     next();
   });
   // The API answers JSON only, so its CSP forbids everything; the reference at /docs loads

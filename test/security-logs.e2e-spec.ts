@@ -55,6 +55,22 @@ describe('keys never reach the logs', () => {
     await request(t.http).get('/api/v1/events').query({ appId, key: apiKey }).set(bearer(apiKey));
     await request(t.http).get(`/api/v1/events/${apiKey}`).set(bearer(apiKey));
 
+    // One line per request, ingest included (its line is written outside nestjs-pino's middleware).
+    const ingestLines = lines
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            msg?: string;
+            req?: { url?: string; method?: string };
+            res?: { statusCode?: number };
+          },
+      )
+      .filter((l) => l.req?.url === '/api/ingest');
+    expect(ingestLines.map((l) => [l.msg, l.req?.method, l.res?.statusCode])).toEqual([
+      ['request completed', 'POST', 200],
+      ['request completed', 'POST', 415],
+      ['request completed', 'POST', 401],
+    ]);
     const log = lines.join('');
     expect(lines.length).toBeGreaterThanOrEqual(10);
     expect(log).toContain('[redacted]');

@@ -19,9 +19,12 @@ export const { values: flags } = parseArgs({
     'skip-reads': { type: 'boolean', default: false },
     'keep-pg': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
+    'ingest-only': { type: 'boolean', default: false },
   },
 });
 export const QUICK = flags.quick;
+// --ingest-only: the warm-up and the two 100-event runs, nothing else (a quick A/B of the hot path).
+export const INGEST_ONLY = flags['ingest-only'];
 
 // Sizes of everything. The full run targets about 10 s per load run; the quick run only has to
 // prove that the harness and the correctness checks work.
@@ -34,6 +37,7 @@ export const PLAN = QUICK
       validationEvents: 20_000,
       reads: { apps: 5, total: 30_000, bigCount: 20_000, days: 30, requests: 20 },
       incrementalEvents: 1_000,
+      filteredReads: { dayEvents: 20_000, seconds: 3, minReads: 5 },
     }
   : {
       loadSeconds: 10,
@@ -43,6 +47,7 @@ export const PLAN = QUICK
       validationEvents: 400_000,
       reads: { apps: 50, total: 5_000_000, bigCount: 2_000_000, days: 30, requests: 200 },
       incrementalEvents: 10_000,
+      filteredReads: { dayEvents: 2_000_000, seconds: 20, minReads: 8 },
     };
 
 export const started = Date.now();

@@ -16,8 +16,19 @@ import {
 } from '../lib/db.mjs';
 import { loadWritePath } from '../lib/write-path.mjs';
 import { hottestFunctions } from '../lib/report.mjs';
+import { profileLayers } from './profile-layers.mjs';
 import { clientScenario } from './client.mjs';
-import { CACHE, flags, QUICK, PLAN, log, check, makeTenant, ingestHeaders } from '../lib/common.mjs';
+import {
+  CACHE,
+  flags,
+  INGEST_ONLY,
+  QUICK,
+  PLAN,
+  log,
+  check,
+  makeTenant,
+  ingestHeaders,
+} from '../lib/common.mjs';
 
 /** Runs one ingest load and checks it against the database: rows Δ == accepted == sent. */
 async function ingestRun(
@@ -162,6 +173,10 @@ export async function ingestPhase(dist, cluster, results) {
       seed: 3,
     });
     const eventsRate = ingest.batch100_c64.eventsPerSec || ingest.batch100_c16.eventsPerSec || 1000;
+    if (INGEST_ONLY) {
+      results.ingest = ingest;
+      return;
+    }
     ingest.batch1000_c16 = await ingestRun('batch1000_c16', {
       server,
       db,
@@ -246,6 +261,9 @@ export async function ingestPhase(dist, cluster, results) {
     await db.end();
     const code = await server.stop();
     check('ingest server exits cleanly on SIGTERM', code === 0, `exit code ${code}`);
-    if (flags.profile) results.ingestProfile = hottestFunctions(profileDir, server.pid);
+    if (flags.profile) {
+      results.ingestProfile = hottestFunctions(profileDir, server.pid);
+      if (results.ingestProfile) results.ingestProfile.layers = profileLayers(results.ingestProfile.file);
+    }
   }
 }

@@ -13,6 +13,7 @@ import {
   withDatabase,
 } from '../lib/db.mjs';
 import { openServices } from '../lib/services.mjs';
+import { checkFilteredReads, filteredReadsUnderIngest } from './filtered-reads.mjs';
 import { READS_DATASET_VERSION, PLAN, log, check, ingestHeaders } from '../lib/common.mjs';
 
 /** The cached reads dataset when it matches this run's plan and day, else null. */
@@ -246,6 +247,19 @@ export async function readsPhase(dist, cluster, results) {
         log(`reads ${k}: p50 ${v.latencyMs.p50} ms, p99 ${v.latencyMs.p99} ms`);
       }
       results.reads = reads;
+      results.filteredReads = await filteredReadsUnderIngest({
+        baseUrl: server.baseUrl,
+        db,
+        createApp: async () => (await insertApps(db, 1, 'bench-filters'))[0],
+        createKeys: async (id) => ({
+          ingestKey: (await services.createIngestKey(id)).key,
+          apiKey: (await services.createApiKey(id, ['events:read'])).key,
+        }),
+        peakEventsPerSec: results.ingest?.batch100_c64?.eventsPerSec || 5000,
+        ...PLAN.filteredReads,
+        log,
+      });
+      checkFilteredReads(results.filteredReads, check, log);
     } finally {
       await db.end();
     }

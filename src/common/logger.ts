@@ -1,3 +1,4 @@
+import { RequestMethod } from '@nestjs/common';
 import type { Params } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import type { AppConfig } from '@app/config/config';
@@ -39,5 +40,9 @@ export function loggerOptions(config: AppConfig, destination?: DestinationStream
     customLogLevel: (_req, res, err) =>
       err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
   };
-  return { pinoHttp: destination ? [options, destination] : options };
+  return {
+    // Ingest writes its own request line (request-log.ts): the same line, built only when written.
+    exclude: [{ path: 'api/ingest', method: RequestMethod.POST }],
+    pinoHttp: destination ? [options, destination] : options,
+  };
 }

@@ -149,6 +149,30 @@ async function pgCtl(args) {
   });
 }
 
+const MB = 1024 * 1024;
+const clamp = (v, lo, hi) => Math.min(hi, Math.max(lo, v));
+
+/**
+ * Server settings for an ingest-heavy cluster on a small machine, scaled to its memory. Stock
+ * PostgreSQL checkpoints every 1 GB of WAL (max_wal_size) or 5 minutes, and a sustained ingest
+ * fills 1 GB in well under a minute, so each checkpoint is followed by a storm of full-page
+ * images in the WAL. Larger and rarer checkpoints, and shared buffers that hold the hot day's
+ * indexes and the dedup index, cut PostgreSQL's CPU and the write latency tail (see
+ * docs/performance.md). Durability is unchanged: fsync and synchronous_commit stay on.
+ */
+export function serverSettings(totalMemory = os.totalmem()) {
+  const sharedMb = Math.floor(clamp(totalMemory / 32, 128 * MB, 512 * MB) / MB);
+  const maxWalMb = Math.floor(clamp(totalMemory / 8, 1024 * MB, 4096 * MB) / MB);
+  return [
+    ['shared_buffers', `${sharedMb}MB`],
+    ['wal_buffers', `${Math.min(64, Math.max(4, Math.floor(sharedMb / 8)))}MB`],
+    ['max_wal_size', `${maxWalMb}MB`],
+    ['min_wal_size', `${Math.floor(maxWalMb / 4)}MB`],
+    ['checkpoint_timeout', '30min'],
+    ['checkpoint_completion_target', '0.9'],
+  ];
+}
+
 /**
  * Makes sure the cluster in `dir` runs, and that the Tally database exists.
  * Returns `{ url, port, started }`.
@@ -177,7 +201,10 @@ export async function ensure(dir, port) {
         '-l',
         logFile,
         '-o',
-        `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=200`,
+        `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=200 ` +
+          serverSettings()
+            .map(([name, value]) => `-c ${name}=${value}`)
+            .join(' '),
       ]);
       started = true;
       running = runningPostmaster(pgdata);
