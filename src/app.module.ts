@@ -7,6 +7,7 @@ import { DatabaseModule } from './database/database.module';
 import { RateLimitModule, RateLimitStoreModule } from './common/rate-limit/rate-limit.module';
 import { loggerOptions } from './common/logger';
 import { AuthModule } from './auth/auth.module';
+import { KeyRevocationModule } from './auth/key-revocation.module';
 import { IngestModule } from './ingest/ingest.module';
 import { EventsModule } from './events/events.module';
 import { RollupsModule } from './rollups/rollups.module';
@@ -25,6 +26,7 @@ export class AppModule {
         RateLimitStoreModule,
         RateLimitModule,
         AuthModule,
+        KeyRevocationModule,
         IngestModule,
         EventsModule,
         RollupsModule,
