@@ -36,6 +36,7 @@ describe('loadConfig', () => {
     ['INGEST_BODY_IDLE_MS', '0'],
     ['READ_STATEMENT_TIMEOUT_MS', '0'],
     ['READ_MAX_CONCURRENT_PER_KEY', '0'],
+    ['READ_TIME_MS_PER_SECOND', '0'],
   ])('refuses %s=%s with a message naming the variable', (name, value) => {
     let error: unknown;
     try {

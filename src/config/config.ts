@@ -57,6 +57,8 @@ export interface AppConfig {
   readStatementTimeoutMs: number;
   /** Reads one key may have running at once on an instance; past it, 429. */
   readMaxConcurrentPerKey: number;
+  /** Read time (ms) one key may use per second on an instance, after a 1 s burst; past it, 429. */
+  readTimeMsPerSecond: number;
   authFailureLimit: number;
 
   rollupsEnabled: boolean;
@@ -273,7 +275,8 @@ function readConfig(env: Env): AppConfig {
     ingestRateEvents: int(env, 'INGEST_RATE_EVENTS', 50_000, 1, 1_000_000_000),
     readRateRequests: int(env, 'READ_RATE_REQUESTS', 50, 1, 10_000_000),
     readStatementTimeoutMs: int(env, 'READ_STATEMENT_TIMEOUT_MS', 5_000, 1, 3_600_000),
-    readMaxConcurrentPerKey: int(env, 'READ_MAX_CONCURRENT_PER_KEY', 4, 1, 10_000),
+    readMaxConcurrentPerKey: int(env, 'READ_MAX_CONCURRENT_PER_KEY', 2, 1, 10_000),
+    readTimeMsPerSecond: int(env, 'READ_TIME_MS_PER_SECOND', 500, 1, 1_000_000),
     authFailureLimit: int(env, 'AUTH_FAILURE_LIMIT', 20, 1, 10_000_000),
 
     rollupsEnabled: bool(env, 'ROLLUPS_ENABLED', true),

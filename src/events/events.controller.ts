@@ -1,4 +1,4 @@
-import { Controller, Get, Query, Res, UseGuards } from '@nestjs/common';
+import { Controller, Get, Query, Res, UseGuards, UseInterceptors } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   API_KEY_SCHEME,
@@ -12,6 +12,7 @@ import type { Response } from 'express';
 import { ApiKeyGuard } from '@app/auth/api-key.guard';
 import { RequireScope, ScopeGuard } from '@app/auth/scope.guard';
 import { KeyThrottlerGuard } from '@app/common/rate-limit/key-throttler.guard';
+import { ReadConcurrencyInterceptor } from '@app/common/rate-limit/read-concurrency.interceptor';
 import { EventRecordDto } from './event-record.dto';
 import { EventsService } from './events.service';
 import { ListEventsQueryDto } from './list-events-query.dto';
@@ -21,6 +22,7 @@ import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 @ApiBearerAuth(API_KEY_SCHEME)
 @Controller('api/v1/events')
 @UseGuards(ApiKeyGuard, KeyThrottlerGuard, ScopeGuard)
+@UseInterceptors(ReadConcurrencyInterceptor)
 @SkipThrottle({ ingest: true })
 @RequireScope('events:read')
 export class EventsController {

@@ -1,4 +1,4 @@
-import { Controller, Get, Query, UseGuards } from '@nestjs/common';
+import { Controller, Get, Query, UseGuards, UseInterceptors } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import {
   API_KEY_SCHEME,
@@ -11,6 +11,7 @@ import { SkipThrottle } from '@nestjs/throttler';
 import { ApiKeyGuard } from '@app/auth/api-key.guard';
 import { RequireScope, ScopeGuard } from '@app/auth/scope.guard';
 import { KeyThrottlerGuard } from '@app/common/rate-limit/key-throttler.guard';
+import { ReadConcurrencyInterceptor } from '@app/common/rate-limit/read-concurrency.interceptor';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 import { ListRollupsQueryDto } from './list-rollups-query.dto';
 import { RollupRecordDto } from './rollup-record.dto';
@@ -20,6 +21,7 @@ import { RollupsService } from './rollups.service';
 @ApiBearerAuth(API_KEY_SCHEME)
 @Controller('api/v1/rollups')
 @UseGuards(ApiKeyGuard, KeyThrottlerGuard, ScopeGuard)
+@UseInterceptors(ReadConcurrencyInterceptor)
 @SkipThrottle({ ingest: true })
 @RequireScope('rollups:read')
 export class RollupsController {

@@ -5,6 +5,7 @@ import { MemoryRateLimitStore, RateLimitStore } from './rate-limit.store';
 import { RedisRateLimitStore } from './redis-rate-limit.store';
 import { ThrottlerStorageAdapter } from './throttler-storage.adapter';
 import { KeyThrottlerGuard } from './key-throttler.guard';
+import { ReadConcurrencyInterceptor, ReadSlots } from './read-concurrency.interceptor';
 
 export const INGEST_THROTTLER = 'ingest';
 export const READ_THROTTLER = 'read';
@@ -49,7 +50,7 @@ export class RateLimitStoreModule implements OnApplicationShutdown {
       }),
     }),
   ],
-  providers: [KeyThrottlerGuard],
-  exports: [ThrottlerModule, KeyThrottlerGuard],
+  providers: [KeyThrottlerGuard, ReadSlots, ReadConcurrencyInterceptor],
+  exports: [ThrottlerModule, KeyThrottlerGuard, ReadSlots, ReadConcurrencyInterceptor],
 })
 export class RateLimitModule {}
