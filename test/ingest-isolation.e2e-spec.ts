@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { bearer, makeTenant } from './factories';
 import { startTestApp, TestApp } from './support/test-app';
-import { expectProblem } from './support/problem';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
 

@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { isStatementTimeout, isTransientDatabaseError } from '@app/database/transient-error';
+import { isTransientDatabaseError } from '@app/database/transient-error';
 import { AppError, ERROR_TITLES, ErrorCode } from './app-error';
 import { requestIdOf } from './request-id';
 
@@ -41,16 +41,6 @@ function fromHttpException(err: HttpException): AppError {
 export function toAppError(err: unknown, logger?: Logger): AppError {
   if (err instanceof AppError) return err;
   if (err instanceof HttpException) return fromHttpException(err);
-  if (isStatementTimeout(err)) {
-    // Only the read pool has a short statement timeout (READ_STATEMENT_TIMEOUT_MS).
-    return new AppError(
-      503,
-      'query_timeout',
-      'The query took longer than the server allows and was cancelled; nothing is wrong with the ' +
-        'request. Narrow the time range (from/to) or add filters, or retry later.',
-      { headers: { 'Retry-After': String(RETRY_AFTER_SECONDS_ON_OUTAGE) } },
-    );
-  }
   if (isTransientDatabaseError(err)) {
     logger?.warn(`database unavailable: ${(err as Error).message}`);
     return new AppError(503, 'service_unavailable', 'The database is unavailable. Retry later.', {

@@ -13,6 +13,7 @@ import { ApiKeyGuard } from '@app/auth/api-key.guard';
 import { RequireScope, ScopeGuard } from '@app/auth/scope.guard';
 import { KeyThrottlerGuard } from '@app/common/rate-limit/key-throttler.guard';
 import { ReadConcurrencyInterceptor } from '@app/common/rate-limit/read-concurrency.interceptor';
+import { ReadTimeoutInterceptor } from '@app/common/read-timeout.interceptor';
 import { EventRecordDto } from './event-record.dto';
 import { EventsService } from './events.service';
 import { ListEventsQueryDto } from './list-events-query.dto';
@@ -22,7 +23,7 @@ import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 @ApiBearerAuth(API_KEY_SCHEME)
 @Controller('api/v1/events')
 @UseGuards(ApiKeyGuard, KeyThrottlerGuard, ScopeGuard)
-@UseInterceptors(ReadConcurrencyInterceptor)
+@UseInterceptors(ReadConcurrencyInterceptor, ReadTimeoutInterceptor)
 @SkipThrottle({ ingest: true })
 @RequireScope('events:read')
 export class EventsController {

@@ -12,6 +12,7 @@ import { ApiKeyGuard } from '@app/auth/api-key.guard';
 import { RequireScope, ScopeGuard } from '@app/auth/scope.guard';
 import { KeyThrottlerGuard } from '@app/common/rate-limit/key-throttler.guard';
 import { ReadConcurrencyInterceptor } from '@app/common/rate-limit/read-concurrency.interceptor';
+import { ReadTimeoutInterceptor } from '@app/common/read-timeout.interceptor';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 import { ListRollupsQueryDto } from './list-rollups-query.dto';
 import { RollupRecordDto } from './rollup-record.dto';
@@ -21,7 +22,7 @@ import { RollupsService } from './rollups.service';
 @ApiBearerAuth(API_KEY_SCHEME)
 @Controller('api/v1/rollups')
 @UseGuards(ApiKeyGuard, KeyThrottlerGuard, ScopeGuard)
-@UseInterceptors(ReadConcurrencyInterceptor)
+@UseInterceptors(ReadConcurrencyInterceptor, ReadTimeoutInterceptor)
 @SkipThrottle({ ingest: true })
 @RequireScope('rollups:read')
 export class RollupsController {
