@@ -7,6 +7,7 @@ import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { loggerOptions } from './common/logger';
 import { AuthModule } from './auth/auth.module';
+import { KeyRevocationModule } from './auth/key-revocation.module';
 import { IngestModule } from './ingest/ingest.module';
 import { EventsModule } from './events/events.module';
 import { RollupsModule } from './rollups/rollups.module';
@@ -30,6 +31,7 @@ export class AppModule {
         DatabaseModule.forRoot(config),
         ScheduleModule.forRoot(),
         AuthModule,
+        KeyRevocationModule,
         IngestModule,
         EventsModule,
         StorageModule,

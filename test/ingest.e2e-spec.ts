@@ -81,7 +81,8 @@ describe('POST /api/ingest', () => {
         accepted: 2,
         duplicates: 0,
         rejected: 0,
-        metered: 1,
+        // A live key is billed for every accepted event, its isTestMode:true event included.
+        metered: 2,
         testMode: false,
         payloadBytes,
         serverTime: expect.any(Number),

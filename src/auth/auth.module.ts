@@ -13,6 +13,7 @@ import { IngestKeyGuard } from './ingest-key.guard';
 import { ApiKeyGuard } from './api-key.guard';
 import { ScopeGuard } from './scope.guard';
 import { KeyInfoController } from './key-info.controller';
+import { ReadSlots } from './read-concurrency.interceptor';
 
 @Module({
   imports: [TypeOrmModule.forFeature([AppEntity, KeyEntity]), RateLimitStoreModule],
@@ -27,7 +28,8 @@ import { KeyInfoController } from './key-info.controller';
     IngestKeyGuard,
     ApiKeyGuard,
     ScopeGuard,
+    ReadSlots,
   ],
-  exports: [AppsService, KeysService, KeyAuthenticator, IngestKeyGuard, ApiKeyGuard, ScopeGuard],
+  exports: [AppsService, KeysService, KeyAuthenticator, IngestKeyGuard, ApiKeyGuard, ScopeGuard, ReadSlots],
 })
 export class AuthModule {}

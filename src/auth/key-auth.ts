@@ -25,7 +25,8 @@ export class KeyAuthenticator {
       attachKey(req, key);
       return key;
     } catch (err) {
-      if (err instanceof AppError && err.status === 401) await this.failures.recordFailure(req);
+      // Only unknown or invalid keys count as guesses; a valid key of the wrong kind does not.
+      if (err instanceof AppError && err.code === 'invalid_key') await this.failures.recordFailure(req);
       throw err;
     }
   }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
 import { IngestMode, KeyEntity, KeyKind } from './key.entity';
+import { KEY_REVOKED_CHANNEL } from './key-revocation.repository';
 
 export interface NewKey {
   id: string;
@@ -40,14 +41,18 @@ export class KeyRepository {
     return query.getMany();
   }
 
-  /** Sets revoked_at once; returns the key, or null when it does not exist. */
+  /**
+   * Sets revoked_at once and, in the same statement, notifies every listening instance (see
+   * KeyRevocationRepository); returns the key, or null when it does not exist.
+   */
   async revoke(id: string, at: Date): Promise<KeyEntity | null> {
-    await this.repo
-      .createQueryBuilder()
-      .update()
-      .set({ revokedAt: at })
-      .where('id = :id AND revoked_at IS NULL', { id })
-      .execute();
+    await this.repo.query(
+      `WITH revoked AS (
+         UPDATE keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING id
+       )
+       SELECT pg_notify('${KEY_REVOKED_CHANNEL}', id::text) FROM revoked`,
+      [id, at],
+    );
     return this.repo.findOneBy({ id });
   }
 

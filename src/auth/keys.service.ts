@@ -46,8 +46,9 @@ export function assertUuid(value: string, what: string): void {
 
 @Injectable()
 export class KeysService implements OnModuleInit, OnModuleDestroy {
-  // hash (hex) → the key row and when it was read. Revocation reaches every instance within
-  // KEY_CACHE_TTL_MS (at most 30 s) because entries are never served past that age.
+  // hash (hex) → the key row and when it was read. A revocation is announced to every instance
+  // at once (KeyRevocationListener); when that notification is missed, entries are still never
+  // served past KEY_CACHE_TTL_MS (at most 30 s).
   private readonly cache = new Map<string, { key: KeyEntity | null; readAt: number }>();
   private readonly used = new Set<string>();
   private flushTimer?: NodeJS.Timeout;
@@ -145,6 +146,17 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
       expiresAt: listing.expiresAt,
       apps: await this.apps.namesOf(key.appIds),
     };
+  }
+
+  /** Drops a key from this instance's cache, so that its next use reads the database. */
+  forgetCached(keyId: string): void {
+    for (const [hash, entry] of this.cache) {
+      if (entry.key?.id === keyId) this.cache.delete(hash);
+    }
+  }
+
+  forgetAllCached(): void {
+    this.cache.clear();
   }
 
   /**

@@ -14,8 +14,9 @@ export type ErrorCode =
   | 'wrong_key_type'
   | 'insufficient_scope'
   | 'app_forbidden'
-  // 404 / 405
+  // 404 / 405 / 408
   | 'not_found'
+  | 'body_timeout'
   // 413 / 415
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -24,6 +25,7 @@ export type ErrorCode =
   | 'too_many_auth_failures'
   // 5xx
   | 'service_unavailable'
+  | 'query_timeout'
   | 'internal_error';
 
 export const ERROR_TITLES: Record<ErrorCode, string> = {
@@ -37,11 +39,13 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   insufficient_scope: 'Key lacks the required scope',
   app_forbidden: 'Key has no access to this app',
   not_found: 'Not found',
+  body_timeout: 'Request body too slow',
   payload_too_large: 'Batch too large',
   unsupported_media_type: 'Unsupported media type',
   rate_limited: 'Rate limit exceeded',
   too_many_auth_failures: 'Too many failed authentications',
   service_unavailable: 'Service temporarily unavailable',
+  query_timeout: 'Query took too long',
   internal_error: 'Internal server error',
 };
 
@@ -57,11 +61,13 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   insufficient_scope: 403,
   app_forbidden: 403,
   not_found: 404,
+  body_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
   too_many_auth_failures: 429,
   service_unavailable: 503,
+  query_timeout: 503,
   internal_error: 500,
 };
 

@@ -67,9 +67,17 @@ export function ApiReadErrors(scope: string): MethodDecorator & ClassDecorator {
       `The key lacks \`${scope}\` (\`insufficient_scope\`) or has no access to \`appId\` (\`app_forbidden\`).`,
       ['WWW-Authenticate'],
     ),
-    ApiProblemResponse(429, 'Read rate of the key exceeded (`rate_limited`), or too many 401s.', [
-      'Retry-After',
-    ]),
-    ApiProblemResponse(503, 'The database is unavailable. Retry after Retry-After.', ['Retry-After']),
+    ApiProblemResponse(
+      429,
+      'Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or ' +
+        'its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`).',
+      ['Retry-After'],
+    ),
+    ApiProblemResponse(
+      503,
+      'The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS ' +
+        'and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After.',
+      ['Retry-After'],
+    ),
   );
 }

@@ -33,6 +33,12 @@ describe('loadConfig', () => {
     ['KEY_CACHE_TTL_MS', '60000'],
     ['INGEST_MAX_EVENTS', '0'],
     ['EVENT_RETENTION_DAYS', '7'],
+    ['TRUST_PROXY', 'true'],
+    ['TRUST_PROXY', '10.0.0.0/8,bogus'],
+    ['INGEST_BODY_IDLE_MS', '0'],
+    ['READ_STATEMENT_TIMEOUT_MS', '0'],
+    ['READ_MAX_CONCURRENT_PER_KEY', '0'],
+    ['READ_TIME_MS_PER_SECOND', '0'],
   ])('refuses %s=%s with a message naming the variable', (name, value) => {
     let error: unknown;
     try {
@@ -43,6 +49,27 @@ describe('loadConfig', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).variable).toBe(name);
     expect((error as Error).message).toContain(name);
+  });
+
+  it('reads TRUST_PROXY as Express trust-proxy settings: off, a hop count or proxy addresses', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,2001:db8::/32' }).trustProxy).toEqual([
+      'loopback',
+      '10.0.0.0/8',
+      '2001:db8::/32',
+    ]);
+  });
+
+  it('gives one key a quarter of the in-flight budget by default, and at least one body', () => {
+    expect(loadConfig({}).ingestMaxInflightBytesPerKey).toBe(8 * 1_048_576);
+    expect(
+      loadConfig({ INGEST_MAX_BYTES: '2097152', INGEST_MAX_INFLIGHT_BYTES: '4194304' })
+        .ingestMaxInflightBytesPerKey,
+    ).toBe(2_097_152);
+    expect(loadConfig({}).ingestBodyIdleMs).toBe(10_000);
+    expect(loadConfig({}).ingestBodyMinBytesPerSecond).toBe(1024);
   });
 
   it('accepts valid overrides', () => {

@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { isIP } from 'node:net';
 
 /**
  * The whole runtime configuration. It is read from the environment once, at boot, by
@@ -12,7 +13,12 @@ export interface AppConfig {
   port: number;
   host: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-  trustProxy: boolean;
+  /**
+   * Which proxies to believe about the client address (Express `trust proxy`): false (none), a
+   * hop count, or a list of proxy addresses, CIDRs and Express's names (loopback, linklocal,
+   * uniquelocal). The client address is the right-most untrusted `X-Forwarded-For` entry.
+   */
+  trustProxy: false | number | string[];
   shutdownTimeoutMs: number;
 
   databaseUrl: string | undefined;
@@ -34,6 +40,12 @@ export interface AppConfig {
   ingestMaxEventBytes: number;
   /** Decoded ingest body bytes held at once per instance; past it, new bodies get 503. */
   ingestMaxInflightBytes: number;
+  /** The share of that budget one key may hold at once; past it, its new bodies get 429. */
+  ingestMaxInflightBytesPerKey: number;
+  /** An ingest body that sends no byte for this long gets 408 and frees its budget. */
+  ingestBodyIdleMs: number;
+  /** The slowest upload accepted, measured over each INGEST_BODY_IDLE_MS window; 0 turns it off. */
+  ingestBodyMinBytesPerSecond: number;
   ingestMaxEventAgeDays: number;
   /** Ingest statements running at once per instance (group commit); at most the pool size. */
   ingestWriteConcurrency: number;
@@ -45,6 +57,12 @@ export interface AppConfig {
   ingestRateRequests: number;
   ingestRateEvents: number;
   readRateRequests: number;
+  /** Statement timeout of the read endpoints' queries (the read pool only); past it, 503. */
+  readStatementTimeoutMs: number;
+  /** Reads one key may have running at once on an instance; past it, 429. */
+  readMaxConcurrentPerKey: number;
+  /** Read time (ms) one key may use per second on an instance, after a 1 s burst; past it, 429. */
+  readTimeMsPerSecond: number;
   authFailureLimit: number;
 
   rollupsEnabled: boolean;
@@ -114,6 +132,47 @@ function url(env: Env, name: string, protocols: string[]): string | undefined {
   return value;
 }
 
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+function isAddressOrCidr(entry: string): boolean {
+  const [address, bits, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (!family || rest.length) return false;
+  if (bits === undefined) return true;
+  if (!/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+/**
+ * TRUST_PROXY: false, a hop count, or a comma-separated list of proxy addresses, CIDRs and
+ * Express's names. `true` (trust every hop) is refused: the left-most X-Forwarded-For entry,
+ * which it would take, is whatever the client wrote.
+ */
+function trustProxy(env: Env, name: string): false | number | string[] {
+  const value = raw(env, name);
+  if (value === undefined || /^(false|0|no|off)$/i.test(value)) return false;
+  if (/^(true|yes|on)$/i.test(value)) {
+    throw new ConfigError(
+      name,
+      'must be a hop count (e.g. 1) or the proxy addresses/CIDRs, not "true": trusting every hop lets clients choose their address',
+    );
+  }
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value);
+    if (hops > 100) throw new ConfigError(name, `must be a hop count between 1 and 100, got ${hops}`);
+    return hops;
+  }
+  const entries = value.split(',').map((e) => e.trim().toLowerCase());
+  const bad = entries.find((e) => !PROXY_NAMES.includes(e) && !isAddressOrCidr(e));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      name,
+      `must be false, a hop count, or a list of addresses, CIDRs, loopback, linklocal, uniquelocal; "${bad}" is none of these`,
+    );
+  }
+  return entries;
+}
+
 function redisPrefix(env: Env, name: string, fallback: string): string {
   const value = raw(env, name);
   if (value === undefined) return fallback;
@@ -140,6 +199,18 @@ export function loadConfig(env: Env): AppConfig {
       `must be at least INGEST_MAX_BYTES (${config.ingestMaxBytes}), got ${config.ingestMaxInflightBytes}`,
     );
   }
+  if (config.ingestMaxInflightBytesPerKey < config.ingestMaxBytes) {
+    throw new ConfigError(
+      'INGEST_MAX_INFLIGHT_BYTES_PER_KEY',
+      `must be at least INGEST_MAX_BYTES (${config.ingestMaxBytes}), got ${config.ingestMaxInflightBytesPerKey}`,
+    );
+  }
+  if (config.ingestMaxInflightBytesPerKey > config.ingestMaxInflightBytes) {
+    throw new ConfigError(
+      'INGEST_MAX_INFLIGHT_BYTES_PER_KEY',
+      `must not exceed INGEST_MAX_INFLIGHT_BYTES (${config.ingestMaxInflightBytes}), got ${config.ingestMaxInflightBytesPerKey}`,
+    );
+  }
   // Each running ingest statement holds a pooled connection; the rest serve reads and checks.
   if (config.ingestWriteConcurrency > config.databasePoolSize) {
     throw new ConfigError(
@@ -152,6 +223,17 @@ export function loadConfig(env: Env): AppConfig {
 
 function readConfig(env: Env): AppConfig {
   const rateWindowMs = int(env, 'RATE_WINDOW_MS', 1000, 100, 3_600_000);
+  const ingestMaxBytes = int(env, 'INGEST_MAX_BYTES', 1_048_576, 1024, 64 * 1_048_576);
+  const ingestMaxInflightBytes = int(
+    env,
+    'INGEST_MAX_INFLIGHT_BYTES',
+    32 * 1_048_576,
+    1024,
+    4096 * 1_048_576,
+  );
+  // One key may hold a quarter of the budget (and at least one full body): three other apps
+  // still find room while one key's uploads stall.
+  const perKeyDefault = Math.max(ingestMaxBytes, Math.floor(ingestMaxInflightBytes / 4));
   return {
     port: int(env, 'PORT', 3000, 0, 65535),
     host: raw(env, 'HOST') ?? '0.0.0.0',
@@ -161,7 +243,7 @@ function readConfig(env: Env): AppConfig {
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
       'info',
     ),
-    trustProxy: bool(env, 'TRUST_PROXY', false),
+    trustProxy: trustProxy(env, 'TRUST_PROXY'),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 15_000, 100, 600_000),
 
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
@@ -178,9 +260,18 @@ function readConfig(env: Env): AppConfig {
     keyCacheTtlMs: int(env, 'KEY_CACHE_TTL_MS', 10_000, 0, 30_000),
 
     ingestMaxEvents: int(env, 'INGEST_MAX_EVENTS', 1000, 1, 100_000),
-    ingestMaxBytes: int(env, 'INGEST_MAX_BYTES', 1_048_576, 1024, 64 * 1_048_576),
+    ingestMaxBytes,
     ingestMaxEventBytes: int(env, 'INGEST_MAX_EVENT_BYTES', 32_768, 256, 1_048_576),
-    ingestMaxInflightBytes: int(env, 'INGEST_MAX_INFLIGHT_BYTES', 32 * 1_048_576, 1024, 4096 * 1_048_576),
+    ingestMaxInflightBytes,
+    ingestMaxInflightBytesPerKey: int(
+      env,
+      'INGEST_MAX_INFLIGHT_BYTES_PER_KEY',
+      perKeyDefault,
+      1024,
+      4096 * 1_048_576,
+    ),
+    ingestBodyIdleMs: int(env, 'INGEST_BODY_IDLE_MS', 10_000, 100, 600_000),
+    ingestBodyMinBytesPerSecond: int(env, 'INGEST_BODY_MIN_BYTES_PER_SECOND', 1024, 0, 1_073_741_824),
     ingestMaxEventAgeDays: int(env, 'INGEST_MAX_EVENT_AGE_DAYS', 7, 1, 365),
     ingestWriteConcurrency: int(env, 'INGEST_WRITE_CONCURRENCY', 4, 1, 200),
     ingestWriteMaxEvents: int(env, 'INGEST_WRITE_MAX_EVENTS', 1000, 1, 100_000),
@@ -190,6 +281,9 @@ function readConfig(env: Env): AppConfig {
     ingestRateRequests: int(env, 'INGEST_RATE_REQUESTS', 100, 1, 10_000_000),
     ingestRateEvents: int(env, 'INGEST_RATE_EVENTS', 50_000, 1, 1_000_000_000),
     readRateRequests: int(env, 'READ_RATE_REQUESTS', 50, 1, 10_000_000),
+    readStatementTimeoutMs: int(env, 'READ_STATEMENT_TIMEOUT_MS', 5_000, 1, 3_600_000),
+    readMaxConcurrentPerKey: int(env, 'READ_MAX_CONCURRENT_PER_KEY', 2, 1, 10_000),
+    readTimeMsPerSecond: int(env, 'READ_TIME_MS_PER_SECOND', 500, 1, 1_000_000),
     authFailureLimit: int(env, 'AUTH_FAILURE_LIMIT', 20, 1, 10_000_000),
 
     rollupsEnabled: bool(env, 'ROLLUPS_ENABLED', true),

@@ -6,6 +6,8 @@ export interface DataSourceSettings {
   poolSize?: number;
   statementTimeoutMs?: number;
   applicationName?: string;
+  /** PostgreSQL `max_parallel_workers_per_gather` of the pool's sessions; unset: the server's. */
+  maxParallelWorkers?: number;
 }
 
 /**
@@ -28,6 +30,9 @@ export function dataSourceOptions(settings: DataSourceSettings): DataSourceOptio
     extra: {
       application_name: settings.applicationName ?? 'tally',
       statement_timeout: settings.statementTimeoutMs ?? 30_000,
+      ...(settings.maxParallelWorkers === undefined
+        ? {}
+        : { options: `-c max_parallel_workers_per_gather=${settings.maxParallelWorkers}` }),
       // Fail fast when the database is unreachable, so that callers get a 503 quickly.
       connectionTimeoutMillis: 5_000,
       idleTimeoutMillis: 30_000,

@@ -24,6 +24,11 @@ export class DatabaseModule {
             ...primary,
             url: config.databaseReadUrl ?? config.databaseUrl,
             applicationName: 'tally-read',
+            // Its own pool, so that this shorter timeout never touches ingest or the rollup task.
+            statementTimeoutMs: config.readStatementTimeoutMs,
+            // One read runs on one core: a parallel scan would let a single tenant's read take
+            // every core of the database for its duration.
+            maxParallelWorkers: 0,
           }),
           name: READ_DATA_SOURCE,
           autoLoadEntities: true,

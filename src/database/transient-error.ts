@@ -39,3 +39,8 @@ export function isTransientDatabaseError(err: unknown): boolean {
   const message = (err as Error).message ?? '';
   return TRANSIENT_MESSAGES.some((m) => message.includes(m));
 }
+
+/** True when PostgreSQL cancelled a statement, as `statement_timeout` does (SQLSTATE 57014). */
+export function isStatementTimeout(err: unknown): boolean {
+  return !!err && typeof err === 'object' && sqlState(err) === '57014';
+}

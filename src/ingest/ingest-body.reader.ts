@@ -1,7 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { isUtf8 } from 'node:buffer';
-import { createGunzip, Gunzip } from 'node:zlib';
+import { pipeline, Readable, Transform, TransformCallback } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import getRawBody from 'raw-body';
 import { AppError } from '@app/common/app-error';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { batchTooLarge } from './ingest-errors';
@@ -46,6 +48,114 @@ function encodingOf(header: string | undefined): Encoding | null {
   return null;
 }
 
+function endedEarly(): AppError {
+  return new AppError('invalid_body', 'The request body ended early.');
+}
+
+interface UploadPace {
+  /** Raw (on the wire) bytes past which the upload is refused. */
+  rawLimit: number;
+  idleMs: number;
+  /** Bytes per second each INGEST_BODY_IDLE_MS window must bring; 0 turns the check off. */
+  minBytesPerSecond: number;
+  tooLarge: (rawBytes: number) => AppError;
+  /** For a plain body, whose raw bytes are its decoded bytes: the in-flight budget. */
+  take?: (bytes: number) => AppError | null;
+}
+
+/**
+ * Passes the raw upload through and ends it with 408 when it stalls (no byte for `idleMs`) or
+ * crawls (fewer than `minBytesPerSecond` over a window of `idleMs`), and with 413 past
+ * `rawLimit` (a gzip stream of empty members decodes to nothing however long it is).
+ */
+class UploadWatch extends Transform {
+  private raw = 0;
+  private lastByteAt = Date.now();
+  private windowStart = this.lastByteAt;
+  private windowBytes = 0;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly pace: UploadPace) {
+    super();
+    this.timer = setInterval(() => this.check(), Math.max(25, Math.min(1000, pace.idleMs / 4)));
+  }
+
+  private check(): void {
+    const now = Date.now();
+    if (now - this.lastByteAt >= this.pace.idleMs) {
+      this.destroy(
+        new AppError(
+          'body_timeout',
+          `No body byte arrived for ${this.pace.idleMs} ms; nothing was stored. Retry the request.`,
+          { headers: { Connection: 'close' } },
+        ),
+      );
+      return;
+    }
+    const elapsed = now - this.windowStart;
+    if (elapsed < this.pace.idleMs) return;
+    if (this.windowBytes * 1000 < this.pace.minBytesPerSecond * elapsed) {
+      this.destroy(
+        new AppError(
+          'body_timeout',
+          `The body arrived slower than ${this.pace.minBytesPerSecond} bytes/s; nothing was stored.`,
+          { headers: { Connection: 'close' } },
+        ),
+      );
+      return;
+    }
+    this.windowStart = now;
+    this.windowBytes = 0;
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.raw += chunk.length;
+    if (this.raw > this.pace.rawLimit) return done(this.pace.tooLarge(this.raw));
+    this.lastByteAt = Date.now();
+    this.windowBytes += chunk.length;
+    done(this.pace.take?.(chunk.length) ?? null, chunk);
+  }
+
+  override _flush(done: TransformCallback): void {
+    clearInterval(this.timer);
+    done();
+  }
+
+  override _destroy(err: Error | null, done: (error?: Error | null) => void): void {
+    clearInterval(this.timer);
+    done(err);
+  }
+}
+
+/** Counts decoded bytes against the in-flight budget; fails with its 429 or 503 once over. */
+class BudgetMeter extends Transform {
+  constructor(private readonly takeBytes: (bytes: number) => AppError | null) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    done(this.takeBytes(chunk.length), chunk);
+  }
+}
+
+/** Maps what the read pipeline failed with to the answer the client gets. */
+function readError(err: unknown, config: AppConfig, limit: number): AppError {
+  if (err instanceof AppError) return err;
+  const e = err as { type?: string; received?: number; code?: string };
+  if (e.type === 'entity.too.large') {
+    return batchTooLarge(
+      config,
+      { events: null, bytes: e.received ?? limit + 1 },
+      `The decoded body exceeds ${limit} bytes; reading stopped.`,
+      { Connection: 'close' },
+    );
+  }
+  if (typeof e.code === 'string' && e.code.startsWith('Z_')) {
+    return new AppError('invalid_body', 'The gzip body is corrupt or truncated.');
+  }
+  return endedEarly();
+}
+
 /**
  * Reads the ingest body from the request stream. It runs in the handler, after the key guards,
  * so that an unauthenticated client never makes the service read or decompress anything.
@@ -56,6 +166,8 @@ function encodingOf(header: string | undefined): Encoding | null {
 export class IngestBodyReader {
   /** Decoded body bytes of the requests not yet answered, on this instance. */
   private inFlight = 0;
+  /** The same, per key: one key may hold at most INGEST_MAX_INFLIGHT_BYTES_PER_KEY of it. */
+  private readonly inFlightByKey = new Map<string, number>();
 
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
@@ -65,29 +177,52 @@ export class IngestBodyReader {
   }
 
   /**
-   * Counts a request's decoded bytes against INGEST_MAX_INFLIGHT_BYTES until its response is
-   * over. Parsed events take several times their JSON size in memory, so this bounds the memory
-   * that a burst of large batches can take; past the budget, new bodies get 503 and Retry-After.
-   * Returns `take(bytes)`, false once the budget is exceeded.
+   * Counts a request's decoded bytes against INGEST_MAX_INFLIGHT_BYTES, and against the key's
+   * share of it, until its response is over. Parsed events take several times their JSON size
+   * in memory, so this bounds the memory that a burst of large batches can take. Past the key's
+   * share, its new bodies get 429, so that one key's stalled or slow uploads leave room for the
+   * other apps; past the instance's budget, 503. Returns `take(bytes)`: the error, or null.
    */
-  private account(req: Request): (bytes: number) => boolean {
+  private account(req: Request, keyId: string): (bytes: number) => AppError | null {
     const res = req.res;
     // Already over (the client left during the guards): nothing would give the bytes back, and
     // the read fails anyway.
-    if (!res || res.closed) return () => true;
+    if (!res || res.closed) return () => null;
     let held = 0;
     res.once('close', () => {
       this.inFlight -= held;
+      const left = (this.inFlightByKey.get(keyId) ?? 0) - held;
+      if (left > 0) this.inFlightByKey.set(keyId, left);
+      else this.inFlightByKey.delete(keyId);
       held = 0;
     });
     return (bytes) => {
       held += bytes;
       this.inFlight += bytes;
-      return this.inFlight <= this.config.ingestMaxInflightBytes;
+      const byKey = (this.inFlightByKey.get(keyId) ?? 0) + bytes;
+      this.inFlightByKey.set(keyId, byKey);
+      if (this.inFlight > this.config.ingestMaxInflightBytes) {
+        return new AppError(
+          'service_unavailable',
+          'The server holds as many ingest bodies as it may at once; nothing was stored. Retry after Retry-After.',
+          { headers: { 'Retry-After': String(OVERLOAD_RETRY_AFTER_SECONDS), Connection: 'close' } },
+        );
+      }
+      if (byKey > this.config.ingestMaxInflightBytesPerKey) {
+        return new AppError(
+          'rate_limited',
+          'This key already has as many ingest bodies in flight as it may; nothing was stored. Retry after Retry-After.',
+          {
+            headers: { 'Retry-After': String(OVERLOAD_RETRY_AFTER_SECONDS), Connection: 'close' },
+            extra: { limitInflightBytes: this.config.ingestMaxInflightBytesPerKey },
+          },
+        );
+      }
+      return null;
     };
   }
 
-  async read(req: Request): Promise<IngestBody> {
+  async read(req: Request, keyId: string): Promise<IngestBody> {
     if (!mediaTypeOk(req.headers['content-type'])) {
       throw new AppError(
         'unsupported_media_type',
@@ -112,7 +247,7 @@ export class IngestBodyReader {
         { Connection: 'close' },
       );
     }
-    const buffer = await this.collect(req, encoding, limit, rawLimit, this.account(req));
+    const buffer = await this.collect(req, encoding, limit, rawLimit, this.account(req, keyId));
     if (!isUtf8(buffer)) throw new AppError('invalid_json', 'The body is not valid UTF-8.');
     // A byte order mark is tolerated, as JSON parsers commonly do.
     const text = buffer.toString('utf8', hasBom(buffer) ? 3 : 0);
@@ -123,94 +258,50 @@ export class IngestBodyReader {
     }
   }
 
-  private collect(
+  private async collect(
     req: Request,
     encoding: Encoding,
     limit: number,
     rawLimit: number,
-    take: (bytes: number) => boolean,
+    take: (bytes: number) => AppError | null,
   ): Promise<Buffer> {
-    return new Promise<Buffer>((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let decoded = 0;
-      let raw = 0;
-      let settled = false;
-      const gunzip: Gunzip | null = encoding === 'gzip' ? createGunzip() : null;
-
-      const cleanup = () => {
-        req.off('data', onRaw);
-        req.off('end', onRawEnd);
-        req.off('error', onAbort);
-        req.off('close', onClose);
-        if (gunzip) {
-          req.unpipe(gunzip);
-          gunzip.destroy();
-        }
-      };
-      const fail = (err: AppError) => {
-        if (settled) return;
-        settled = true;
-        cleanup();
-        chunks.length = 0;
-        // Let the rest of the upload drain unread; nothing more is buffered.
-        req.resume();
-        reject(err);
-      };
-      const tooLarge = (bytes: number) =>
-        fail(
-          batchTooLarge(
-            this.config,
-            { events: null, bytes },
-            `The decoded body exceeds ${limit} bytes; reading stopped.`,
-            { Connection: 'close' },
-          ),
-        );
-      const onDecoded = (chunk: Buffer) => {
-        if (settled) return;
-        decoded += chunk.length;
-        if (decoded > limit) return tooLarge(decoded);
-        if (!take(chunk.length)) {
-          return fail(
-            new AppError(
-              'service_unavailable',
-              'The server holds as many ingest bodies as it may at once; nothing was stored. Retry after Retry-After.',
-              { headers: { 'Retry-After': String(OVERLOAD_RETRY_AFTER_SECONDS) } },
-            ),
-          );
-        }
-        chunks.push(chunk);
-      };
-      const onDone = () => {
-        if (settled) return;
-        settled = true;
-        cleanup();
-        resolve(Buffer.concat(chunks, decoded));
-      };
-      const onRaw = (chunk: Buffer) => {
-        raw += chunk.length;
-        if (raw > rawLimit) return tooLarge(encoding === 'gzip' ? Math.max(decoded, limit + 1) : raw);
-        if (!gunzip) onDecoded(chunk);
-      };
-      const onRawEnd = () => {
-        if (!gunzip) onDone();
-      };
-      const onAbort = () => fail(new AppError('invalid_body', 'The request body ended early.'));
-      const onClose = () => {
-        if (!req.complete) onAbort();
-      };
-
-      req.on('data', onRaw);
-      req.on('end', onRawEnd);
-      req.on('error', onAbort);
-      req.on('close', onClose);
-      if (gunzip) {
-        gunzip.on('data', onDecoded);
-        gunzip.on('end', onDone);
-        gunzip.on('error', () =>
-          fail(new AppError('invalid_body', 'The gzip body is corrupt or truncated.')),
-        );
-        req.pipe(gunzip);
-      }
+    const watch = new UploadWatch({
+      rawLimit,
+      take: encoding === 'identity' ? take : undefined,
+      idleMs: this.config.ingestBodyIdleMs,
+      minBytesPerSecond: this.config.ingestBodyMinBytesPerSecond,
+      tooLarge: (raw) =>
+        batchTooLarge(
+          this.config,
+          { events: null, bytes: encoding === 'gzip' ? limit + 1 : raw },
+          `The body exceeds ${limit} bytes; reading stopped.`,
+          { Connection: 'close' },
+        ),
     });
+    // A gzip body is decoded by a pipeline, whose errors reach getRawBody through its last
+    // stream; a plain body is read from the watch itself (one stream less per request).
+    const decoded: Readable =
+      encoding === 'gzip' ? pipeline(watch, createGunzip(), new BudgetMeter(take), () => undefined) : watch;
+    // The request stays outside the pipeline: destroying it would close the socket before the
+    // error answer (413, 408, 429, 503) could be sent.
+    const onAbort = () => watch.destroy(endedEarly());
+    const onClose = () => {
+      if (!req.complete) onAbort();
+    };
+    req.on('error', onAbort);
+    req.on('close', onClose);
+    req.pipe(watch);
+    try {
+      return await getRawBody(decoded, { limit });
+    } catch (err) {
+      req.unpipe(watch);
+      // Let the rest of the upload drain unread; nothing more is buffered.
+      req.resume();
+      watch.destroy();
+      throw readError(err, this.config, limit);
+    } finally {
+      req.off('error', onAbort);
+      req.off('close', onClose);
+    }
   }
 }

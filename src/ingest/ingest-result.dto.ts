@@ -74,7 +74,11 @@ export class IngestResultDto implements IngestResult {
   @ApiProperty({ description: 'Events refused; see `errors`.' })
   rejected: number;
 
-  @ApiProperty({ description: 'Accepted events that are not test mode: the billed units.' })
+  @ApiProperty({
+    description:
+      'The billed units: every accepted event when the key is a live key (tly_live_…), including events ' +
+      'that say `isTestMode: true`; always 0 with a test key (tly_test_…).',
+  })
   metered: number;
 
   @ApiProperty({ description: 'True when the batch was sent with a test key.' })

@@ -45,6 +45,11 @@ export class IngestController {
     ['WWW-Authenticate'],
   )
   @ApiProblemResponse(
+    408,
+    'The body stalled for INGEST_BODY_IDLE_MS, or arrived slower than INGEST_BODY_MIN_BYTES_PER_SECOND ' +
+      '(`body_timeout`); nothing stored, the connection is closed. Retry the request.',
+  )
+  @ApiProblemResponse(
     413,
     'More than INGEST_MAX_EVENTS events or INGEST_MAX_BYTES decoded bytes; nothing stored. The body has ' +
       '`limitEvents`, `limitBytes`, `receivedEvents` and `receivedBytes`: split the batch.',
@@ -53,9 +58,12 @@ export class IngestController {
     415,
     'Content-Type is not application/json, or the Content-Encoding is not gzip or identity.',
   )
-  @ApiProblemResponse(429, 'Request or event rate of the key exceeded, or too many 401s; nothing stored.', [
-    'Retry-After',
-  ])
+  @ApiProblemResponse(
+    429,
+    'Request or event rate of the key exceeded, the key already holds INGEST_MAX_INFLIGHT_BYTES_PER_KEY ' +
+      'of bodies in flight, or too many invalid keys; nothing stored.',
+    ['Retry-After'],
+  )
   @ApiProblemResponse(
     503,
     'The database is unavailable, or the instance already holds INGEST_MAX_INFLIGHT_BYTES of ingest ' +
@@ -64,7 +72,8 @@ export class IngestController {
   )
   async ingest(@Req() req: Request): Promise<IngestResult> {
     // The body is read here, after the guards, never by a global parser.
-    const body = await this.reader.read(req);
-    return this.service.ingest(requestKey(req), body);
+    const key = requestKey(req);
+    const body = await this.reader.read(req, key.id);
+    return this.service.ingest(key, body);
   }
 }

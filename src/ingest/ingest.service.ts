@@ -128,17 +128,15 @@ export class IngestService {
       }
     }
 
-    let metered = 0;
     let accepted = toStore.length;
     if (toStore.length) {
       const repeated = await this.writer.write({ appId, receivedAt, events: toStore });
       duplicates += repeated.length;
       accepted -= repeated.length;
-      const repeatedAt = repeated.length ? new Set(repeated) : null;
-      toStore.forEach((e, position) => {
-        if (!e.isTestMode && !repeatedAt?.has(position)) metered++;
-      });
     }
+    // Metering follows the key, not the event: a live key's `isTestMode: true` still separates
+    // the data, but it is billed, so a flag in the body cannot evade billing.
+    const metered = testMode ? 0 : accepted;
 
     this.metrics.recordIngest({
       accepted,

@@ -1,0 +1,100 @@
+import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
+import type { Request } from 'express';
+import { Observable, finalize } from 'rxjs';
+import { requestKey } from './authenticated-request';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { AppError } from '@app/common/app-error';
+
+// A read turned away for concurrency usually finds room within a second: reads end within
+// READ_STATEMENT_TIMEOUT_MS, and most in milliseconds.
+const CONCURRENCY_RETRY_AFTER_SECONDS = 1;
+// A key that was idle may spend one second of read time at once (one slow read).
+const TIME_BURST_MS = 1000;
+
+interface KeyReads {
+  running: number;
+  /** Read milliseconds the key may still spend; refills at READ_TIME_MS_PER_SECOND. */
+  credit: number;
+  refilledAt: number;
+}
+
+export type ReadAdmission =
+  { ok: true } | { ok: false; reason: 'concurrency' } | { ok: false; reason: 'time'; retryAfterMs: number };
+
+/**
+ * The reads of each key on this instance: how many run, and how much read time the key has
+ * left. One instance is shared by every read controller.
+ */
+@Injectable()
+export class ReadSlots {
+  private readonly keys = new Map<string, KeyReads>();
+
+  take(keyId: string, maxRunning: number, msPerSecond: number, now = Date.now()): ReadAdmission {
+    let entry = this.keys.get(keyId);
+    if (!entry) {
+      entry = { running: 0, credit: TIME_BURST_MS, refilledAt: now };
+      this.keys.set(keyId, entry);
+    }
+    entry.credit = Math.min(TIME_BURST_MS, entry.credit + ((now - entry.refilledAt) * msPerSecond) / 1000);
+    entry.refilledAt = now;
+    if (entry.running >= maxRunning) return { ok: false, reason: 'concurrency' };
+    if (entry.credit <= 0) {
+      return { ok: false, reason: 'time', retryAfterMs: (-entry.credit * 1000) / msPerSecond };
+    }
+    entry.running++;
+    return { ok: true };
+  }
+
+  /** A read of the key ended after `elapsedMs`: charge it. */
+  give(keyId: string, elapsedMs: number): void {
+    const entry = this.keys.get(keyId);
+    if (!entry) return;
+    entry.running--;
+    entry.credit -= elapsedMs;
+    // A key with nothing running and full credit needs no entry.
+    if (entry.running <= 0 && entry.credit >= TIME_BURST_MS) this.keys.delete(keyId);
+  }
+}
+
+/**
+ * Bounds what one key's reads may cost on this instance: at most READ_MAX_CONCURRENT_PER_KEY
+ * running at once, and at most READ_TIME_MS_PER_SECOND of read time per second (a short burst
+ * allowed). The request rate alone does not bound cost: a few expensive reads per second can
+ * hold a database core, and other apps' reads then wait behind them. Runs after the key guards
+ * and the rate limit.
+ */
+@Injectable()
+export class ReadConcurrencyInterceptor implements NestInterceptor {
+  constructor(
+    private readonly slots: ReadSlots,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const keyId = requestKey(context.switchToHttp().getRequest<Request>()).id;
+    const { readMaxConcurrentPerKey: maxRunning, readTimeMsPerSecond: msPerSecond } = this.config;
+    const admission = this.slots.take(keyId, maxRunning, msPerSecond);
+    if (!admission.ok && admission.reason === 'concurrency') {
+      throw new AppError(
+        'rate_limited',
+        `This key already has ${maxRunning} reads running; wait for one to finish.`,
+        {
+          headers: { 'Retry-After': String(CONCURRENCY_RETRY_AFTER_SECONDS) },
+          extra: { limitConcurrentReads: maxRunning },
+        },
+      );
+    }
+    if (!admission.ok) {
+      throw new AppError(
+        'rate_limited',
+        `This key's reads took more than ${msPerSecond} ms of read time per second; retry after Retry-After, or make the reads cheaper (narrower from/to, filters).`,
+        {
+          headers: { 'Retry-After': String(Math.max(1, Math.ceil(admission.retryAfterMs / 1000))) },
+          extra: { limitReadMsPerSecond: msPerSecond },
+        },
+      );
+    }
+    const started = performance.now();
+    return next.handle().pipe(finalize(() => this.slots.give(keyId, performance.now() - started)));
+  }
+}
