@@ -110,7 +110,7 @@ async function snapshotDist() {
   const needed = [
     'src/main.js',
     'src/cli/main.js',
-    'src/cli/cli.module.js',
+    'src/cli/services.js',
     'src/config/config.js',
     'src/database/prepare.js',
     'src/database/embedded-pg.mjs',

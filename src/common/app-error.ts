@@ -14,8 +14,9 @@ export type ErrorCode =
   | 'wrong_key_type'
   | 'insufficient_scope'
   | 'app_forbidden'
-  // 404 / 405
+  // 404 / 405 / 409
   | 'not_found'
+  | 'conflict'
   // 413 / 415
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -37,6 +38,7 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   insufficient_scope: 'Key lacks the required scope',
   app_forbidden: 'Key has no access to this app',
   not_found: 'Not found',
+  conflict: 'Conflicts with the current state',
   payload_too_large: 'Batch too large',
   unsupported_media_type: 'Unsupported media type',
   rate_limited: 'Rate limit exceeded',

@@ -1,0 +1,23 @@
+import { Argument, CommandUnknownOpts } from '@commander-js/extra-typings';
+import { defineCommand } from '../command';
+import { completionScript, SHELLS } from '../completion';
+import type { CliRuntime } from '../runtime';
+
+function root(command: CommandUnknownOpts): CommandUnknownOpts {
+  return command.parent ? root(command.parent) : command;
+}
+
+export function completionCommand(rt: CliRuntime) {
+  return defineCommand(
+    'completion',
+    'Print a script that completes tally commands, options and values in the shell.',
+    [
+      'source <(tally completion bash)        # in ~/.bashrc',
+      'tally completion zsh > ~/.zfunc/_tally   # a folder in $fpath, before compinit',
+    ],
+  )
+    .addArgument(new Argument('<shell>', 'bash or zsh').choices(SHELLS))
+    .action((shell, _options, command) => {
+      rt.io.stdout(completionScript(shell, root(command)));
+    });
+}
