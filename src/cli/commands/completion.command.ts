@@ -12,8 +12,9 @@ export function completionCommand(rt: CliRuntime) {
     'completion',
     'Print a script that completes tally commands, options and values in the shell.',
     [
-      'source <(tally completion bash)        # in ~/.bashrc',
+      'tally completion bash > ~/.local/share/bash-completion/completions/tally',
       'tally completion zsh > ~/.zfunc/_tally   # a folder in $fpath, before compinit',
+      'source <(tally completion bash)          # or this line in ~/.bashrc',
     ],
   )
     .addArgument(new Argument('<shell>', 'bash or zsh').choices(SHELLS))
