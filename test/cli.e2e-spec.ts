@@ -321,7 +321,7 @@ describe('tally keys list and keys rotate', () => {
     expect(rows).toHaveLength(2);
     const usedRow = rows.find((r) => r.startsWith(used.id))!;
     expect(usedRow).toMatch(
-      /tly_api_…\w{4} +- +\S+ +events:read +\d{4}-\d{2}-\d{2} \d{2}:\d{2} \(\d+s ago\) +never +active$/,
+      /tly_api_…\w{4} +- +\S+ +events:read +\d{4}-\d{2}-\d{2} \d{2}:\d{2} \(\d+(s|min) ago\) +never +active$/,
     );
     const expiringRow = rows.find((r) => !r.startsWith(used.id))!;
     expect(expiringRow).toMatch(/rollups:read +never +\d{4}-\d{2}-\d{2} \d{2}:\d{2} \(in 30d\) +active$/);
