@@ -7,7 +7,8 @@
 //
 // Flags: --quick, --skip-reads (no reads dataset, no rollup figures), --keep-pg (leave the cached
 // cluster running afterwards, for inspection), --profile (write a V8 CPU profile of the ingest
-// server to bench/.cache/profiles/ and list its hottest functions).
+// server to bench/.cache/profiles/ and list its hottest functions), --cli (only the admin CLI's
+// timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -86,6 +87,7 @@ async function main() {
   }
 
   results.durationSeconds = (Date.now() - started) / 1000;
+  results.cli = previousCliFigures();
   results.targets = evaluateTargets(results);
   results.budget = budgetOf(results);
   results.correctness = correctness;
@@ -98,7 +100,19 @@ async function main() {
   return correctness.every((c) => c.pass) ? 0 : 1;
 }
 
-main().then(
+// The CLI figures come from `--cli` runs; a full run keeps the last ones.
+function previousCliFigures() {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(BENCH, 'results', 'latest.json'), 'utf8')).cli;
+  } catch {
+    return undefined;
+  }
+}
+
+const run = flags.cli
+  ? () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git }))
+  : main;
+run().then(
   (code) => process.exit(code),
   (err) => {
     process.stderr.write(`benchmark failed: ${err instanceof Error ? (err.stack ?? err.message) : err}\n`);

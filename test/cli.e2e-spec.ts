@@ -3,12 +3,14 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import request from 'supertest';
 import { loadConfig } from '@app/config/config';
+import { KeysService } from '@app/auth/keys.service';
 import { runCli } from '@app/cli/main';
+import { UUID } from '@app/common/ids';
+import { DAY_MS } from '@app/common/time';
 import { bearer } from './factories';
 import { testEnv, useTestApp } from './support/test-app';
 
 const exec = promisify(execFile);
-import { UUID } from '@app/common/ids';
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 interface Run {
@@ -38,8 +40,17 @@ function expectUsageError(run: Run, pattern: RegExp) {
   expect(run.stderr.trim().split('\n')).toHaveLength(1);
 }
 
-describe('admin CLI', () => {
-  const t = useTestApp();
+function expectRefused(run: Run, pattern: RegExp) {
+  expect(run.code).toBe(3);
+  expect(run.stdout).toBe('');
+  expect(run.stderr).toMatch(pattern);
+  expect(run.stderr.trim().split('\n')).toHaveLength(1);
+}
+
+describe('admin CLI: JSON documents and exit codes', () => {
+  // No key cache, so that an expiry set by the CLI is seen by the server at once.
+  const t = useTestApp({ KEY_CACHE_TTL_MS: '0' });
+
   const countApps = async () => Number((await t.db.query('SELECT count(*) AS n FROM apps'))[0].n);
   const countKeys = async () => Number((await t.db.query('SELECT count(*) AS n FROM keys'))[0].n);
 
@@ -209,40 +220,24 @@ describe('admin CLI', () => {
     expect(run.json).toEqual({ applied: [] });
   });
 
-  it.each([
-    [['nope'], /unknown command "nope"/],
-    [['apps', 'create', '--json'], /--name is required/],
-    [['apps', 'create', '--name', 'x', '--colour', 'red'], /Unknown option '--colour'/],
-    [['keys', 'create-ingest', '--app', 'not-a-uuid', '--json'], /must be a UUID/],
-    [['keys', 'create-ingest', '--app', '00000000-0000-4000-8000-000000000000', '--json'], /No such app/],
-    [
-      ['keys', 'create-ingest', '--app', '00000000-0000-4000-8000-000000000000', '--mode', 'prod'],
-      /--mode must be live or test/,
-    ],
-    [['keys', 'create-api', '--scope', 'events:read'], /--app is required/],
-    [['keys', 'revoke'], /expected 1 argument/],
-    [['keys', 'revoke', '00000000-0000-4000-8000-000000000000', '--json'], /No such key/],
-    [['rollups', 'compute', '--from', '2026-02-30'], /real date/],
-    [['rollups', 'compute', '--from', '2026-03-02', '--to', '2026-03-01'], /must not be after/],
-  ])('%j is a usage error (exit 2, one line, nothing written)', async (argv, pattern) => {
+  it('a blank app name is a usage error (exit 2), and writes nothing', async () => {
     const apps = await countApps();
-    const keys = await countKeys();
-    expectUsageError(await cli(...argv), pattern);
+    expectUsageError(
+      await cli('apps', 'create', '--name', '   ', '--json'),
+      /An app name is 1 to 200 characters/,
+    );
     expect(await countApps()).toBe(apps);
-    expect(await countKeys()).toBe(keys);
   });
 
-  it('refuses unknown scopes and bad expiry, writing nothing', async () => {
-    const app = (await cli('apps', 'create', '--name', 'Scopes', '--json')).json;
+  it.each([
+    [['keys', 'create-ingest', '--app', '00000000-0000-4000-8000-000000000000', '--json'], /No such app/],
+    [['keys', 'revoke', '00000000-0000-4000-8000-000000000000', '--json'], /No such key/],
+    [['keys', 'rotate', '00000000-0000-4000-8000-000000000000', '--json'], /No such key/],
+  ])('%j names nothing: exit 3, one line on stderr, nothing written', async (argv, pattern) => {
+    const apps = await countApps();
     const keys = await countKeys();
-    expectUsageError(
-      await cli('keys', 'create-api', '--app', app.id, '--scope', 'events:write'),
-      /Unknown scope: events:write/,
-    );
-    expectUsageError(
-      await cli('keys', 'create-api', '--app', app.id, '--scope', 'events:read', '--expires-in-days', '0'),
-      /--expires-in-days/,
-    );
+    expectRefused(await cli(...argv), pattern);
+    expect(await countApps()).toBe(apps);
     expect(await countKeys()).toBe(keys);
   });
 
@@ -254,7 +249,214 @@ describe('admin CLI', () => {
     await expect(exec(process.execPath, [bin, 'apps', 'create', '--json'], { env })).rejects.toMatchObject({
       code: 2,
       stdout: '',
-      stderr: 'tally: --name is required\n',
+      stderr: "tally: required option '--name <name>' not specified (see 'tally apps create --help')\n",
     });
+  });
+
+  it('rollups compute through the bin prints only its JSON document, with Nest quiet', async () => {
+    const app = (await cli('apps', 'create', '--name', 'Computed', '--json')).json;
+    const key = (await cli('keys', 'create-ingest', '--app', app.id, '--json')).json;
+    const sent = await request(t.http)
+      .post('/api/ingest')
+      .set(bearer(key.key))
+      .set('Content-Type', 'application/json')
+      .send({ events: [{ eventName: 'App.opened', anonymousUserId: 'u-1' }] });
+    expect(sent.status).toBe(200);
+    const today = new Date().toISOString().slice(0, 10);
+    const bin = path.resolve(__dirname, '../dist/src/cli/main.js');
+    const env = { ...process.env, DATABASE_URL: t.config.databaseUrl!, LOG_LEVEL: 'info' };
+    const args = ['rollups', 'compute', '--app', app.id, '--from', today, '--to', today, '--json'];
+    const { stdout, stderr } = await exec(process.execPath, [bin, ...args], { env });
+    // Two rows: every event, and App.opened.
+    expect(JSON.parse(stdout)).toEqual({ days: 1, rows: 2 });
+    expect(stderr).toBe('');
+  });
+});
+
+describe('tally keys list and keys rotate', () => {
+  const t = useTestApp({ KEY_CACHE_TTL_MS: '0' });
+
+  const countKeys = async () => Number((await t.db.query('SELECT count(*) AS n FROM keys'))[0].n);
+  const readEvents = (appId: string, key: string) =>
+    request(t.http).get('/api/v1/events').query({ appId, limit: 1 }).set(bearer(key));
+  const ingest = (key: string) =>
+    request(t.http)
+      .post('/api/ingest')
+      .set(bearer(key))
+      .set('Content-Type', 'application/json')
+      .send({ events: [{ eventName: 'App.opened' }] });
+
+  it('keys list without --json is a table with last use and expiry', async () => {
+    const app = (await cli('apps', 'create', '--name', 'Table', '--json')).json;
+    const used = (await cli('keys', 'create-api', '--app', app.id, '--scope', 'events:read', '--json')).json;
+    const expiring = (
+      await cli('keys', 'create-api', '--app', app.id, '--scope', 'rollups:read', '--expires-in-days', '30')
+    ).code;
+    expect(expiring).toBe(0);
+    expect((await readEvents(app.id, used.key)).status).toBe(200);
+    await t.app.get(KeysService).flushLastUsed();
+    const run = await cli('keys', 'list', '--app', app.id);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    const [header, ...rows] = run.stdout.trimEnd().split('\n');
+    expect(header.split(/\s{2,}/)).toEqual([
+      'ID',
+      'KIND',
+      'KEY',
+      'NAME',
+      'APPS',
+      'SCOPES',
+      'LAST USED (UTC)',
+      'EXPIRES (UTC)',
+      'STATUS',
+    ]);
+    expect(rows).toHaveLength(2);
+    const usedRow = rows.find((r) => r.startsWith(used.id))!;
+    expect(usedRow).toMatch(
+      /tly_api_…\w{4} +- +\S+ +events:read +\d{4}-\d{2}-\d{2} \d{2}:\d{2} \(\d+(s|min) ago\) +never +active$/,
+    );
+    const expiringRow = rows.find((r) => !r.startsWith(used.id))!;
+    expect(expiringRow).toMatch(/rollups:read +never +\d{4}-\d{2}-\d{2} \d{2}:\d{2} \(in 30d\) +active$/);
+    expect(run.stdout).not.toContain(used.key);
+  });
+
+  it('rotate replaces an API key: the new key works, the old one until the grace period ends', async () => {
+    const a = (await cli('apps', 'create', '--name', 'Rotate A', '--json')).json;
+    const b = (await cli('apps', 'create', '--name', 'Rotate B', '--json')).json;
+    const old = (
+      await cli(
+        'keys',
+        'create-api',
+        '--app',
+        a.id,
+        '--app',
+        b.id,
+        '--scope',
+        'events:read',
+        '--scope',
+        'rollups:read',
+        '--expires-in-days',
+        '30',
+        '--name',
+        'reporting',
+        '--json',
+      )
+    ).json;
+    const before = Date.now();
+    const run = await cli('keys', 'rotate', old.id, '--grace-days', '2', '--json');
+    expect(run.code).toBe(0);
+    expect(run.json).toEqual({
+      old: { id: old.id, expiresAt: expect.stringMatching(ISO) },
+      new: { id: expect.stringMatching(UUID), key: expect.stringMatching(/^tly_api_[0-9A-Za-z]{49}$/) },
+    });
+    const oldExpiry = Date.parse(run.json.old.expiresAt);
+    expect(oldExpiry).toBeGreaterThanOrEqual(before + 2 * DAY_MS);
+    expect(oldExpiry).toBeLessThanOrEqual(Date.now() + 2 * DAY_MS);
+    // Within the grace period both keys read both apps.
+    for (const key of [old.key, run.json.new.key]) {
+      for (const app of [a, b]) expect((await readEvents(app.id, key)).status).toBe(200);
+    }
+    await t.app.get(KeysService).flushLastUsed();
+    const listed = Object.fromEntries(
+      (await cli('keys', 'list', '--app', a.id, '--json')).json.map((k: { id: string }) => [k.id, k]),
+    );
+    expect(listed[run.json.new.id]).toEqual({
+      ...listed[old.id],
+      id: run.json.new.id,
+      mask: `tly_api_…${run.json.new.key.slice(-4)}`,
+      createdAt: expect.stringMatching(ISO),
+      lastUsedAt: expect.stringMatching(ISO),
+      // The replacement keeps the old key's lifetime (30 days), counted from the rotation.
+      expiresAt: expect.stringMatching(ISO),
+    });
+    expect(listed[old.id].expiresAt).toBe(run.json.old.expiresAt);
+    const newExpiry = Date.parse(listed[run.json.new.id].expiresAt);
+    expect(newExpiry).toBeGreaterThanOrEqual(before + 30 * DAY_MS - 1000);
+    expect(newExpiry).toBeLessThanOrEqual(Date.now() + 30 * DAY_MS + 1000);
+    // After the grace period the old key is refused and the new one still works.
+    await t.db.query('UPDATE keys SET expires_at = now() WHERE id = $1', [old.id]);
+    const refused = await readEvents(a.id, old.key);
+    expect(refused.status).toBe(401);
+    expect(refused.body.code).toBe('invalid_key');
+    expect((await readEvents(a.id, run.json.new.key)).status).toBe(200);
+  });
+
+  it('rotate replaces an ingest key with one of the same mode, app and name', async () => {
+    const app = (await cli('apps', 'create', '--name', 'Rotate ingest', '--json')).json;
+    const old = (
+      await cli('keys', 'create-ingest', '--app', app.id, '--mode', 'test', '--name', 'ci', '--json')
+    ).json;
+    const run = await cli('keys', 'rotate', old.id, '--json');
+    expect(run.code).toBe(0);
+    expect(run.json.new.key).toMatch(/^tly_test_/);
+    // The default grace period is 7 days.
+    const expiry = Date.parse(run.json.old.expiresAt);
+    expect(expiry).toBeGreaterThan(Date.now() + 7 * DAY_MS - 60_000);
+    expect(expiry).toBeLessThanOrEqual(Date.now() + 7 * DAY_MS);
+    const listed = (await cli('keys', 'list', '--app', app.id, '--json')).json;
+    expect(listed.find((k: { id: string }) => k.id === run.json.new.id)).toMatchObject({
+      kind: 'ingest',
+      mode: 'test',
+      name: 'ci',
+      appIds: [app.id],
+      scopes: [],
+      expiresAt: null,
+    });
+    expect((await ingest(old.key)).status).toBe(200);
+    expect((await ingest(run.json.new.key)).status).toBe(200);
+  });
+
+  it('rotate --grace-days 0 retires the old key at once, which then cannot be rotated again', async () => {
+    const app = (await cli('apps', 'create', '--name', 'Rotate now', '--json')).json;
+    const old = (await cli('keys', 'create-ingest', '--app', app.id, '--json')).json;
+    const run = await cli('keys', 'rotate', old.id, '--grace-days', '0', '--json');
+    expect(run.code).toBe(0);
+    expect(Date.parse(run.json.old.expiresAt)).toBeLessThanOrEqual(Date.now());
+    const refused = await ingest(old.key);
+    expect(refused.status).toBe(401);
+    expect(refused.body.code).toBe('invalid_key');
+    expect((await ingest(run.json.new.key)).status).toBe(200);
+    const keys = await countKeys();
+    expectRefused(
+      await cli('keys', 'rotate', old.id, '--json'),
+      /^tally: Key \S+ has expired; issue a new key instead\.\n$/,
+    );
+    expect(await countKeys()).toBe(keys);
+  });
+
+  it('rotating a revoked key is refused (exit 3) and writes nothing', async () => {
+    const app = (await cli('apps', 'create', '--name', 'Rotate revoked', '--json')).json;
+    const key = (await cli('keys', 'create-api', '--app', app.id, '--scope', 'events:read', '--json')).json;
+    expect((await cli('keys', 'revoke', key.id, '--json')).code).toBe(0);
+    const keys = await countKeys();
+    expectRefused(
+      await cli('keys', 'rotate', key.id),
+      /^tally: Key \S+ is revoked; issue a new key instead\.\n$/,
+    );
+    expect(await countKeys()).toBe(keys);
+    const [row] = await t.db.query('SELECT expires_at FROM keys WHERE id = $1', [key.id]);
+    expect(row.expires_at).toBeNull();
+  });
+
+  it('a rotation that fails halfway leaves the old key as it was', async () => {
+    const app = (await cli('apps', 'create', '--name', 'Rotate atomic', '--json')).json;
+    const key = (await cli('keys', 'create-ingest', '--app', app.id, '--json')).json;
+    const keys = await countKeys();
+    // A trigger that refuses the replacement's insert, after the old key's expiry was set.
+    await t.db.query(`CREATE FUNCTION refuse_key() RETURNS trigger LANGUAGE plpgsql AS
+      $$ BEGIN RAISE EXCEPTION 'refused for the test'; END $$`);
+    await t.db.query(
+      `CREATE TRIGGER refuse_key BEFORE INSERT ON keys FOR EACH ROW EXECUTE FUNCTION refuse_key()`,
+    );
+    try {
+      const run = await cli('keys', 'rotate', key.id, '--json');
+      expect(run).toMatchObject({ code: 1, stdout: '' });
+      expect(run.stderr).toMatch(/^tally: .*refused for the test/);
+    } finally {
+      await t.db.query('DROP TRIGGER refuse_key ON keys');
+      await t.db.query('DROP FUNCTION refuse_key()');
+    }
+    expect(await countKeys()).toBe(keys);
+    const [row] = await t.db.query('SELECT expires_at FROM keys WHERE id = $1', [key.id]);
+    expect(row.expires_at).toBeNull();
   });
 });

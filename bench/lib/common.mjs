@@ -19,6 +19,7 @@ export const { values: flags } = parseArgs({
     'skip-reads': { type: 'boolean', default: false },
     'keep-pg': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
+    cli: { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
   },
 });
@@ -79,7 +80,7 @@ export async function snapshotDist() {
   const needed = [
     'src/main.js',
     'src/cli/main.js',
-    'src/cli/cli.module.js',
+    'src/cli/services.js',
     'src/config/config.js',
     'src/database/prepare.js',
     'src/database/embedded-pg.mjs',

@@ -123,6 +123,24 @@ export const TARGETS = [
     value: 300,
     get: (r) => r.memory?.peakRssMb,
   },
+  {
+    id: 'cli_help_seconds',
+    label: 'tally --help (median of 5, --cli)',
+    unit: 's',
+    op: '<=',
+    value: 0.3,
+    digits: 1,
+    get: (r) => r.cli?.commands?.help?.medianSeconds,
+  },
+  {
+    id: 'cli_apps_list_seconds',
+    label: 'tally apps list --json, cluster up (median of 5, --cli)',
+    unit: 's',
+    op: '<=',
+    value: 1.0,
+    digits: 1,
+    get: (r) => r.cli?.commands?.appsListClusterUp?.medianSeconds,
+  },
 ];
 
 function worst(r, p) {

@@ -1,11 +1,15 @@
-import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import { DataSource, Repository } from 'typeorm';
+import { Injectable } from '@app/common/di';
 import { AppEntity } from './app.entity';
 
 @Injectable()
 export class AppRepository {
-  constructor(@InjectRepository(AppEntity) private readonly repo: Repository<AppEntity>) {}
+  private readonly repo: Repository<AppEntity>;
+
+  // The primary DataSource, injected by its class; the admin CLI passes its own.
+  constructor(db: DataSource) {
+    this.repo = db.getRepository(AppEntity);
+  }
 
   async insert(app: { id: string; name: string; piiSecret: Buffer }): Promise<AppEntity> {
     const rows = (await this.repo.query(

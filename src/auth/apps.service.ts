@@ -1,6 +1,6 @@
-import { Injectable } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '@app/common/app-error';
+import { Injectable } from '@app/common/di';
 import { AppRepository } from './app.repository';
 
 export interface AppView {
@@ -29,11 +29,11 @@ export class AppsService {
     return apps.map((a) => ({ id: a.id, name: a.name, createdAt: a.createdAt.toISOString() }));
   }
 
-  /** Fails with a 400 naming the ids that are not apps. */
+  /** Fails with `not_found` naming the ids that are not apps. */
   async assertExist(ids: string[]): Promise<void> {
     const found = new Set(await this.apps.existingIds(ids));
     const missing = ids.filter((id) => !found.has(id));
-    if (missing.length) throw new AppError('invalid_body', `No such app: ${missing.join(', ')}`);
+    if (missing.length) throw new AppError('not_found', `No such app: ${missing.join(', ')}`);
   }
 
   /** Id and name of the apps among `ids` that exist, ordered by name. */

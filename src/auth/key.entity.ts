@@ -2,8 +2,7 @@ import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
 
 export type KeyKind = 'ingest' | 'api';
 export type IngestMode = 'live' | 'test';
-export const KNOWN_SCOPES = ['events:read', 'rollups:read'] as const;
-export type Scope = (typeof KNOWN_SCOPES)[number];
+export { KNOWN_SCOPES, type Scope } from './scopes';
 
 @Entity({ name: 'keys' })
 export class KeyEntity {

@@ -1,6 +1,5 @@
-import { Injectable } from '@nestjs/common';
-import { InjectRepository } from '@nestjs/typeorm';
-import { Repository } from 'typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
+import { Inject, Injectable } from '@app/common/di';
 import { IngestMode, KeyEntity, KeyKind } from './key.entity';
 import { KEY_REVOKED_CHANNEL } from './key-revocation.repository';
 
@@ -18,7 +17,18 @@ export interface NewKey {
 
 @Injectable()
 export class KeyRepository {
-  constructor(@InjectRepository(KeyEntity) private readonly repo: Repository<KeyEntity>) {}
+  // The primary DataSource (injected by its class; the admin CLI passes its own), or the entity
+  // manager of a transaction opened by `transaction()`.
+  constructor(@Inject(DataSource) private readonly db: DataSource | EntityManager) {}
+
+  private get repo(): Repository<KeyEntity> {
+    return this.db.getRepository(KeyEntity);
+  }
+
+  /** Runs `work` in one transaction, with a repository whose statements all belong to it. */
+  transaction<T>(work: (keys: KeyRepository) => Promise<T>): Promise<T> {
+    return this.db.transaction((manager) => work(new KeyRepository(manager)));
+  }
 
   async insert(key: NewKey): Promise<KeyEntity> {
     await this.repo.insert(key);
@@ -32,6 +42,15 @@ export class KeyRepository {
 
   findById(id: string): Promise<KeyEntity | null> {
     return this.repo.findOneBy({ id });
+  }
+
+  /** The key with this id, locked until the surrounding transaction ends; null when unknown. */
+  findForUpdate(id: string): Promise<KeyEntity | null> {
+    return this.repo
+      .createQueryBuilder('k')
+      .setLock('pessimistic_write')
+      .where('k.id = :id', { id })
+      .getOne();
   }
 
   /** Every key, or the keys that grant access to `appId`. Newest first. */
@@ -54,6 +73,11 @@ export class KeyRepository {
       [id, at],
     );
     return this.repo.findOneBy({ id });
+  }
+
+  /** Sets when a key stops working. */
+  async setExpiry(id: string, at: Date): Promise<void> {
+    await this.repo.update({ id }, { expiresAt: at });
   }
 
   /** Records use of several keys in one statement. */

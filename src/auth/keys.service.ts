@@ -1,12 +1,14 @@
-import { DAY_MS } from '@app/common/time';
-import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import { DAY_MS } from '@app/common/time';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
 import { UUID } from '@app/common/ids';
+import { Inject, Injectable } from '@app/common/di';
 import { AppsService } from './apps.service';
 import { IngestMode, KeyEntity, KNOWN_SCOPES } from './key.entity';
 import { KeyRepository } from './key.repository';
+import { DEFAULT_ROTATION_GRACE_DAYS, KeyRotation, MAX_ROTATION_GRACE_DAYS } from './key-rotation';
 import { generateKey, hashKey, KeyPrefixKind, maskKey, parseKey } from './key-format';
 import type { RequestKey } from './authenticated-request';
 import { invalidKey } from './auth-errors';
@@ -112,10 +114,11 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   private async issue(
     prefix: KeyPrefixKind,
     fields: Pick<KeyEntity, 'kind' | 'mode' | 'name' | 'appIds' | 'scopes' | 'expiresAt'>,
+    keys: KeyRepository = this.keys,
   ): Promise<{ id: string; key: string }> {
     const key = generateKey(prefix);
     const id = randomUUID();
-    await this.keys.insert({ ...fields, id, keyHash: hashKey(key), keyLast4: key.slice(-4) });
+    await keys.insert({ ...fields, id, keyHash: hashKey(key), keyLast4: key.slice(-4) });
     return { id, key };
   }
 
@@ -128,7 +131,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   async revoke(id: string): Promise<{ id: string; revokedAt: string }> {
     assertUuid(id, 'key id');
     const key = await this.keys.revoke(id, new Date());
-    if (!key || !key.revokedAt) throw new AppError('invalid_body', `No such key: ${id}`);
+    if (!key || !key.revokedAt) throw new AppError('not_found', `No such key: ${id}`);
     this.cache.clear();
     return { id: key.id, revokedAt: key.revokedAt.toISOString() };
   }
@@ -157,6 +160,53 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
 
   forgetAllCached(): void {
     this.cache.clear();
+  }
+
+  /**
+   * Replaces a key: issues a new key of the same kind, mode, name, apps and scopes, and lets the
+   * old one work for `graceDays` more days (never longer than it already would). A replacement
+   * for a key with an expiry gets the same lifetime, counted from now. One transaction, with the
+   * old key's row locked, so the replacement and the old key's expiry exist together or not at all.
+   */
+  async rotate(id: string, graceDays = DEFAULT_ROTATION_GRACE_DAYS): Promise<KeyRotation> {
+    assertUuid(id, 'key id');
+    if (!Number.isInteger(graceDays) || graceDays < 0 || graceDays > MAX_ROTATION_GRACE_DAYS) {
+      throw new AppError(
+        'invalid_body',
+        `The grace period is a whole number of days from 0 to ${MAX_ROTATION_GRACE_DAYS}, got ${graceDays}.`,
+      );
+    }
+    const rotation = await this.keys.transaction(async (keys) => {
+      const old = await keys.findForUpdate(id);
+      const now = Date.now();
+      if (!old) throw new AppError('not_found', `No such key: ${id}`);
+      if (old.revokedAt) {
+        throw new AppError('conflict', `Key ${id} is revoked; issue a new key instead.`);
+      }
+      if (old.expiresAt && old.expiresAt.getTime() <= now) {
+        throw new AppError('conflict', `Key ${id} has expired; issue a new key instead.`);
+      }
+      const graceEnd = now + graceDays * DAY_MS;
+      const oldExpiresAt = new Date(old.expiresAt ? Math.min(old.expiresAt.getTime(), graceEnd) : graceEnd);
+      const lifetime = old.expiresAt ? old.expiresAt.getTime() - old.createdAt.getTime() : null;
+      await keys.setExpiry(old.id, oldExpiresAt);
+      const prefix: KeyPrefixKind = old.kind === 'api' ? 'api' : (old.mode as IngestMode);
+      const replacement = await this.issue(
+        prefix,
+        {
+          kind: old.kind,
+          mode: old.mode,
+          name: old.name,
+          appIds: old.appIds,
+          scopes: old.scopes,
+          expiresAt: lifetime === null ? null : new Date(now + lifetime),
+        },
+        keys,
+      );
+      return { old: { id: old.id, expiresAt: oldExpiresAt.toISOString() }, new: replacement };
+    });
+    this.cache.clear();
+    return rotation;
   }
 
   /**

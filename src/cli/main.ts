@@ -1,77 +1,43 @@
 #!/usr/bin/env node
-import 'reflect-metadata';
-import { NestFactory } from '@nestjs/core';
-import type { INestApplicationContext } from '@nestjs/common';
-import { AppError } from '@app/common/app-error';
-import { ConfigError, loadConfigFromProcess } from '@app/config/config';
+import { CommanderError } from '@commander-js/extra-typings';
 import type { AppConfig } from '@app/config/config';
-import { prepareDatabase } from '@app/database/prepare';
-import { CliModule } from './cli.module';
-import { findCommand, UsageError, usage } from './commands';
+import { describeFailure, ExitCode } from './exit-codes';
+import { buildProgram, expandHelp } from './program';
+import { CliIo, CliRuntime } from './runtime';
 
-export interface CliIo {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-}
+export type { CliIo } from './runtime';
 
 const processIo: CliIo = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
 };
 
+// commander reports the end of a command line it handled itself (help, a usage error) by
+// throwing; the help it printed on request is a success, the rest are usage errors.
+function commanderExit(err: CommanderError): ExitCode {
+  if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return ExitCode.Ok;
+  if (err.code === 'commander.help' && err.exitCode === 0) return ExitCode.Ok;
+  return ExitCode.Usage;
+}
+
 /**
- * Runs one admin command and returns the exit code: 0 on success, 2 for bad arguments
- * (one line on stderr), 1 for any other failure. With --json, stdout gets exactly one JSON
- * document and nothing else.
+ * Runs one admin command and returns its exit code (see ExitCode). With --json, stdout gets
+ * exactly one JSON document and nothing else; a usage error is one line on stderr, except that a
+ * command line naming no command (or only a group) prints that level's help on stderr.
  */
-export async function runCli(
-  argv: string[],
-  io: CliIo = processIo,
-  configOverride?: AppConfig,
-): Promise<number> {
-  if (argv.length === 0 || argv.includes('--help') || argv.includes('-h')) {
-    io.stdout(usage() + '\n');
-    return argv.length === 0 ? 2 : 0;
-  }
-  let release: (() => Promise<void>) | undefined;
-  let ctx: INestApplicationContext | undefined;
+export async function runCli(argv: string[], io: CliIo = processIo, config?: AppConfig): Promise<number> {
+  const runtime = new CliRuntime(io, config);
   try {
-    const { command, rest } = findCommand(argv);
-    const options = command.parse(rest);
-    const json = rest.includes('--json');
-    const base = configOverride ?? loadConfigFromProcess();
-    const config: AppConfig = { ...base, rollupsEnabled: false };
-    const database = await prepareDatabase(config, {
-      migrate: command.path[0] === 'migrate' ? true : undefined,
-    });
-    release = database.release;
-    if (command.needsServices) {
-      ctx = await NestFactory.createApplicationContext(CliModule.forRoot(database.config), {
-        logger: false,
-        abortOnError: false,
-      });
-    }
-    const result = await command.run(ctx ?? null, { ...options, applied: database.migrationsApplied });
-    io.stdout((json ? JSON.stringify(result.json, null, 2) : result.text) + '\n');
-    return 0;
+    const program = buildProgram(runtime);
+    await program.parseAsync(expandHelp(program, argv), { from: 'user' });
+    return ExitCode.Ok;
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.stderr(`tally: ${err.message}\n`);
-      return 2;
-    }
-    if (err instanceof AppError && err.status < 500) {
-      io.stderr(`tally: ${err.detail}\n`);
-      return 2;
-    }
-    if (err instanceof ConfigError) {
-      io.stderr(`tally: ${err.message}\n`);
-      return 1;
-    }
-    io.stderr(`tally: ${err instanceof Error ? err.message : String(err)}\n`);
-    return 1;
+    if (err instanceof CommanderError) return commanderExit(err);
+    const failure = describeFailure(err);
+    io.stderr(`tally: ${failure.message}\n`);
+    return failure.code;
   } finally {
-    await ctx?.close().catch(() => undefined);
-    await release?.().catch(() => undefined);
+    await runtime.close();
   }
 }
 

@@ -14,9 +14,10 @@ export type ErrorCode =
   | 'wrong_key_type'
   | 'insufficient_scope'
   | 'app_forbidden'
-  // 404 / 405 / 408
+  // 404 / 405 / 408 / 409
   | 'not_found'
   | 'body_timeout'
+  | 'conflict'
   // 413 / 415
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -40,6 +41,7 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   app_forbidden: 'Key has no access to this app',
   not_found: 'Not found',
   body_timeout: 'Request body too slow',
+  conflict: 'Conflicts with the current state',
   payload_too_large: 'Batch too large',
   unsupported_media_type: 'Unsupported media type',
   rate_limited: 'Rate limit exceeded',
@@ -62,6 +64,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   app_forbidden: 403,
   not_found: 404,
   body_timeout: 408,
+  conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
@@ -13,6 +14,44 @@ export interface EmbeddedDatabase {
 }
 
 const SCRIPT = path.join(__dirname, 'embedded-pg.mjs');
+// The role, password and database that embedded-pg.mjs creates (its PG_USER, PG_PASSWORD, PG_DATABASE).
+const CLUSTER_CREDENTIALS = 'tally:tally';
+const CLUSTER_DATABASE = 'tally';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The URL of the cluster that already runs in `dir`, from PostgreSQL's lock file; null when none does. */
+async function runningClusterUrl(dir: string): Promise<string | null> {
+  let lines: string[];
+  try {
+    lines = (await readFile(path.join(path.resolve(dir), 'pg', 'postmaster.pid'), 'utf8')).split('\n');
+  } catch {
+    return null;
+  }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!pid || !port || !alive(pid)) return null;
+  return `postgres://${CLUSTER_CREDENTIALS}@127.0.0.1:${port}/${CLUSTER_DATABASE}`;
+}
+
+async function connectPresence(url: string): Promise<Client> {
+  const presence = new Client({ connectionString: url, application_name: PRESENCE_APP_NAME });
+  presence.on('error', () => undefined);
+  try {
+    await presence.connect();
+  } catch (err) {
+    await presence.end().catch(() => undefined);
+    throw err;
+  }
+  return presence;
+}
 
 /**
  * Attaches to the embedded PostgreSQL in `dir`, starting it when none runs.
@@ -22,13 +61,17 @@ const SCRIPT = path.join(__dirname, 'embedded-pg.mjs');
  * as some server or CLI uses it, whichever of them started it.
  */
 export async function attachEmbeddedDatabase(dir: string, port: number): Promise<EmbeddedDatabase> {
-  const { stdout } = await run(process.execPath, [SCRIPT, 'ensure', dir, String(port)], {
-    timeout: 120_000,
-  });
-  const { url } = JSON.parse(stdout) as { url: string };
-  const presence = new Client({ connectionString: url, application_name: PRESENCE_APP_NAME });
-  presence.on('error', () => undefined);
-  await presence.connect();
+  // Most often a server already runs the cluster: then attaching costs one connection instead of
+  // a helper process (a Node start), which matters to the CLI. The helper handles everything else.
+  let url = await runningClusterUrl(dir);
+  let presence = url ? await connectPresence(url).catch(() => null) : null;
+  if (!url || !presence) {
+    const { stdout } = await run(process.execPath, [SCRIPT, 'ensure', dir, String(port)], {
+      timeout: 120_000,
+    });
+    url = (JSON.parse(stdout) as { url: string }).url;
+    presence = await connectPresence(url);
+  }
 
   let released = false;
   return {

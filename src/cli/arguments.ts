@@ -1,0 +1,47 @@
+import { InvalidArgumentError } from '@commander-js/extra-typings';
+import { UUID } from '@app/common/ids';
+
+// Parsers for option and argument values. Each refuses a malformed value before anything is
+// opened, with a message that commander puts after the option's name.
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** An app or key id, lower-cased. */
+export function uuid(value: string): string {
+  if (!UUID.test(value))
+    throw new InvalidArgumentError('Expected a UUID such as 0b6f1c2e-8d4a-4c7e-9a51-2f3d4e5a6b7c.');
+  return value.toLowerCase();
+}
+
+/** Collects a repeatable UUID option into an array. */
+export function uuids(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), uuid(value)];
+}
+
+/** Collects a repeatable option whose values come from a fixed list. */
+export function oneOfEach<const T extends readonly string[]>(allowed: T) {
+  return (value: string, previous: T[number][] | undefined): T[number][] => {
+    if (!allowed.includes(value)) throw new InvalidArgumentError(`Allowed values are ${allowed.join(', ')}.`);
+    return [...(previous ?? []), value as T[number]];
+  };
+}
+
+/** A whole number from `min` to `max`. */
+export function wholeNumber(min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || n < min || n > max) {
+      throw new InvalidArgumentError(`Expected a whole number from ${min} to ${max}.`);
+    }
+    return n;
+  };
+}
+
+/** A real calendar day, YYYY-MM-DD. */
+export function utcDate(value: string): string {
+  const d = new Date(`${value}T00:00:00Z`);
+  if (!DATE.test(value) || Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== value) {
+    throw new InvalidArgumentError('Expected a real date, YYYY-MM-DD.');
+  }
+  return value;
+}

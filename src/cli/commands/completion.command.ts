@@ -1,0 +1,24 @@
+import { Argument, CommandUnknownOpts } from '@commander-js/extra-typings';
+import { defineCommand } from '@app/cli/command';
+import { completionScript, SHELLS } from '@app/cli/completion';
+import type { CliRuntime } from '@app/cli/runtime';
+
+function root(command: CommandUnknownOpts): CommandUnknownOpts {
+  return command.parent ? root(command.parent) : command;
+}
+
+export function completionCommand(rt: CliRuntime) {
+  return defineCommand(
+    'completion',
+    'Print a script that completes tally commands, options and values in the shell.',
+    [
+      'tally completion bash > ~/.local/share/bash-completion/completions/tally',
+      'tally completion zsh > ~/.zfunc/_tally   # a folder in $fpath, before compinit',
+      'source <(tally completion bash)          # or this line in ~/.bashrc',
+    ],
+  )
+    .addArgument(new Argument('<shell>', 'bash or zsh').choices(SHELLS))
+    .action((shell, _options, command) => {
+      rt.io.stdout(completionScript(shell, root(command)));
+    });
+}

@@ -1,0 +1,106 @@
+import { Command, CommandUnknownOpts } from '@commander-js/extra-typings';
+import { appsCreateCommand } from './commands/apps-create.command';
+import { appsListCommand } from './commands/apps-list.command';
+import { completionCommand } from './commands/completion.command';
+import { keysCreateApiCommand } from './commands/keys-create-api.command';
+import { keysCreateIngestCommand } from './commands/keys-create-ingest.command';
+import { keysListCommand } from './commands/keys-list.command';
+import { keysRevokeCommand } from './commands/keys-revoke.command';
+import { keysRotateCommand } from './commands/keys-rotate.command';
+import { migrateCommand } from './commands/migrate.command';
+import { rollupsComputeCommand } from './commands/rollups-compute.command';
+import { seedCommand } from './commands/seed.command';
+import { UsageError } from './exit-codes';
+import type { CliIo, CliRuntime } from './runtime';
+
+const FOOTER = `
+Every command takes --json and then prints exactly one JSON document on stdout.
+
+Exit codes:
+  0  done
+  1  failed: the database is unreachable, an environment variable is wrong, ...
+  2  usage error: no or unknown command, unknown option, missing or malformed value
+  3  refused: the id names no app or key, or a key that is revoked or expired
+
+The CLI uses DATABASE_URL, or else the embedded PostgreSQL in EMBEDDED_PG_DIR (default ./.data),
+which it shares with a server running there. Run 'tally help <command>' for a command's options.
+`;
+
+function group(name: string, description: string, commands: CommandUnknownOpts[]): CommandUnknownOpts {
+  const command = new Command(name).description(description);
+  for (const sub of commands) command.addCommand(sub);
+  return command;
+}
+
+/** The whole command tree. Building it loads no database code. */
+export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
+  const program = new Command('tally')
+    .description('Administer Tally: apps, keys, rollups and the database schema.')
+    .usage('<command> [options]')
+    .helpCommand('help [command...]', 'Show the help of a command.')
+    .addHelpText('after', FOOTER);
+  program.addCommand(group('apps', 'Create and list apps.', [appsCreateCommand(rt), appsListCommand(rt)]));
+  program.addCommand(
+    group('keys', 'Issue, list, revoke and rotate ingest and API keys.', [
+      keysCreateIngestCommand(rt),
+      keysCreateApiCommand(rt),
+      keysListCommand(rt),
+      keysRevokeCommand(rt),
+      keysRotateCommand(rt),
+    ]),
+  );
+  program.addCommand(group('rollups', 'Recompute the daily rollups.', [rollupsComputeCommand(rt)]));
+  program.addCommand(seedCommand(rt));
+  program.addCommand(migrateCommand(rt));
+  program.addCommand(completionCommand(rt));
+  configure(program, rt.io);
+  return program;
+}
+
+function commandPath(command: CommandUnknownOpts): string {
+  return command.parent ? `${commandPath(command.parent)} ${command.name()}` : command.name();
+}
+
+// commander's error lines ("error: unknown option '--x'\n(Did you mean --y?)") as one line.
+function oneLine(text: string, command: CommandUnknownOpts): string {
+  const message = text
+    .replace(/^error: /, '')
+    .replace(/\s*\n\s*\(Did you mean/, ' (did you mean')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return `tally: ${message} (see '${commandPath(command)} --help')\n`;
+}
+
+// Settings that commander does not pass on through addCommand, applied to every command.
+function configure(command: CommandUnknownOpts, io: CliIo): void {
+  command
+    .exitOverride()
+    .configureOutput({
+      writeOut: io.stdout,
+      writeErr: io.stderr,
+      outputError: (text, write) => write(oneLine(text, command)),
+    })
+    .showSuggestionAfterError(true)
+    .helpOption('-h, --help', 'show this help');
+  if (command.parent) command.helpCommand(false);
+  for (const sub of command.commands) configure(sub, io);
+}
+
+/**
+ * `tally help keys rotate` is `tally keys rotate --help`. commander's own help command only
+ * looks one word deep, so the words are resolved here, and an unknown one is a usage error.
+ */
+export function expandHelp(program: CommandUnknownOpts, argv: string[]): string[] {
+  if (argv[0] !== 'help') return argv;
+  const words = argv.slice(1);
+  let command = program;
+  for (const word of words) {
+    const sub = command.commands.find((c) => c.name() === word);
+    if (!sub) {
+      const where = command === program ? '' : ` of '${commandPath(command)}'`;
+      throw new UsageError(`unknown command '${word}'${where} (see 'tally --help')`);
+    }
+    command = sub;
+  }
+  return [...words, '--help'];
+}

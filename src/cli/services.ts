@@ -1,0 +1,80 @@
+import type { DataSource } from 'typeorm';
+import { AppRepository } from '@app/auth/app.repository';
+import { AppsService } from '@app/auth/apps.service';
+import { KeyRepository } from '@app/auth/key.repository';
+import { KeysService } from '@app/auth/keys.service';
+import type { AppConfig } from '@app/config/config';
+import { createDataSource } from '@app/database/data-source';
+import { runMigrations } from '@app/database/migrate';
+import { prepareDatabase } from '@app/database/prepare';
+import type { RollupsService } from '@app/rollups/rollups.service';
+
+/**
+ * The services the admin commands call, built by hand on one DataSource. The CLI does not boot
+ * Nest: the services and repositories are plain classes, and the framework would cost more time
+ * than the command itself.
+ */
+export interface CliServices {
+  apps: AppsService;
+  keys: KeysService;
+  /** Built on first use: the rollups code is the one part that needs Nest's common layer. */
+  rollups(): RollupsService;
+  close(): Promise<void>;
+}
+
+const POOL_SIZE = 2;
+
+export async function openServices(config: AppConfig): Promise<CliServices> {
+  const database = await prepareDatabase(config, { migrate: false });
+  const resolved = database.config;
+  const dataSource = createDataSource({
+    url: resolved.databaseUrl!,
+    poolSize: POOL_SIZE,
+    statementTimeoutMs: resolved.databaseStatementTimeoutMs,
+    applicationName: 'tally-cli',
+  });
+  const close = async () => {
+    if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
+    await database.release().catch(() => undefined);
+  };
+  try {
+    await dataSource.initialize();
+    if (resolved.migrationsRun) await runMigrations(dataSource);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  const apps = new AppsService(new AppRepository(dataSource));
+  const keys = new KeysService(new KeyRepository(dataSource), apps, resolved);
+  let rollups: RollupsService | undefined;
+  return {
+    apps,
+    keys,
+    rollups: () => (rollups ??= buildRollups(dataSource, resolved)),
+    close,
+  };
+}
+
+function buildRollups(dataSource: DataSource, config: AppConfig): RollupsService {
+  // Nest's logger writes to stdout, which belongs to the command's output.
+  const { Logger } = require('@nestjs/common') as typeof import('@nestjs/common');
+  Logger.overrideLogger(false);
+  const { RollupsService } =
+    require('../rollups/rollups.service') as typeof import('../rollups/rollups.service');
+  const { RollupRepository } =
+    require('../rollups/rollup.repository') as typeof import('../rollups/rollup.repository');
+  const { RollupComputationRepository } =
+    require('../rollups/rollup-computation.repository') as typeof import('../rollups/rollup-computation.repository');
+  return new RollupsService(
+    new RollupRepository(dataSource),
+    new RollupComputationRepository(dataSource),
+    config,
+  );
+}
+
+/** Attaches to the database, applies the pending migrations and leaves; returns their names. */
+export async function migrate(config: AppConfig): Promise<string[]> {
+  const database = await prepareDatabase(config, { migrate: true });
+  await database.release();
+  return database.migrationsApplied;
+}
