@@ -1,9 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Client } from 'pg';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
-
-/** The channel `KeyRepository.revoke` notifies, with the revoked key's id as the payload. */
-export const KEY_REVOKED_CHANNEL = 'tally_key_revoked';
+import { KEY_REVOKED_CHANNEL } from './key.repository';
 
 const RETRY_MIN_MS = 250;
 const RETRY_MAX_MS = 30_000;

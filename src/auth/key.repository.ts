@@ -1,7 +1,9 @@
 import { DataSource, EntityManager, Repository } from 'typeorm';
 import { Inject, Injectable } from '@app/common/di';
 import { IngestMode, KeyEntity, KeyKind } from './key.entity';
-import { KEY_REVOKED_CHANNEL } from './key-revocation.repository';
+
+/** The channel `revoke` notifies, with the revoked key's id as the payload (KeyRevocationRepository listens). */
+export const KEY_REVOKED_CHANNEL = 'tally_key_revoked';
 
 export interface NewKey {
   id: string;

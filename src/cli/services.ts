@@ -1,6 +1,8 @@
 import type { DataSource } from 'typeorm';
+import { AppEntity } from '@app/auth/app.entity';
 import { AppRepository } from '@app/auth/app.repository';
 import { AppsService } from '@app/auth/apps.service';
+import { KeyEntity } from '@app/auth/key.entity';
 import { KeyRepository } from '@app/auth/key.repository';
 import { KeysService } from '@app/auth/keys.service';
 import type { AppConfig } from '@app/config/config';
@@ -32,6 +34,7 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
     poolSize: POOL_SIZE,
     statementTimeoutMs: resolved.databaseStatementTimeoutMs,
     applicationName: 'tally-cli',
+    entities: [AppEntity, KeyEntity],
   });
   const close = async () => {
     if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);

@@ -8,6 +8,8 @@ export interface DataSourceSettings {
   applicationName?: string;
   /** PostgreSQL `max_parallel_workers_per_gather` of the pool's sessions; unset: the server's. */
   maxParallelWorkers?: number;
+  /** Entities for a DataSource built outside Nest (the CLI); the service gets them from its modules. */
+  entities?: DataSourceOptions['entities'];
 }
 
 /**
@@ -18,9 +20,9 @@ export function dataSourceOptions(settings: DataSourceSettings): DataSourceOptio
   return {
     type: 'postgres',
     url: settings.url,
-    // Entities come from the feature modules (TypeOrmModule.forFeature + autoLoadEntities);
-    // migrations and raw queries need none.
-    entities: [],
+    // In the service, entities come from the feature modules (TypeOrmModule.forFeature +
+    // autoLoadEntities); migrations and raw queries need none.
+    entities: settings.entities ?? [],
     migrations: MIGRATIONS,
     migrationsTableName: 'migrations',
     migrationsTransactionMode: 'each',
