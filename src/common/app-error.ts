@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'invalid_query'
   | 'invalid_cursor'
   | 'unsupported_encoding'
+  | 'invalid_header'
   // 401 / 403
   | 'invalid_key'
   | 'wrong_key_type'
@@ -32,6 +33,7 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   invalid_query: 'Invalid query parameters',
   invalid_cursor: 'Invalid cursor',
   unsupported_encoding: 'Unsupported content encoding',
+  invalid_header: 'Invalid request header',
   invalid_key: 'Invalid or missing key',
   wrong_key_type: 'Wrong kind of key',
   insufficient_scope: 'Key lacks the required scope',

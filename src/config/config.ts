@@ -31,6 +31,8 @@ export interface AppConfig {
   /** Decoded ingest body bytes held at once per instance; past it, new bodies get 503. */
   ingestMaxInflightBytes: number;
   ingestMaxEventAgeDays: number;
+  /** The most entries an ingest response lists in `errors`, and in `warnings`; all are counted. */
+  ingestMaxErrorsListed: number;
   /** Ingest statements running at once per instance (group commit); at most the pool size. */
   ingestWriteConcurrency: number;
   /** The most events one ingest statement takes from waiting requests; a larger request goes alone. */
@@ -175,6 +177,7 @@ function readConfig(env: Env): AppConfig {
     ingestMaxEventBytes: int(env, 'INGEST_MAX_EVENT_BYTES', 32_768, 256, 1_048_576),
     ingestMaxInflightBytes: int(env, 'INGEST_MAX_INFLIGHT_BYTES', 32 * 1_048_576, 1024, 4096 * 1_048_576),
     ingestMaxEventAgeDays: int(env, 'INGEST_MAX_EVENT_AGE_DAYS', 7, 1, 365),
+    ingestMaxErrorsListed: int(env, 'INGEST_MAX_ERRORS_LISTED', 100, 0, 100_000),
     ingestWriteConcurrency: int(env, 'INGEST_WRITE_CONCURRENCY', 4, 1, 200),
     ingestWriteMaxEvents: int(env, 'INGEST_WRITE_MAX_EVENTS', 1000, 1, 100_000),
     piiPolicy: oneOf(env, 'PII_POLICY', ['redact', 'reject', 'allow'] as const, 'redact'),
