@@ -43,6 +43,7 @@ import { loadWritePath } from './lib/write-path.mjs';
 import { benchDtoValidator, benchValidator, loadDtoValidator, loadValidator } from './lib/validation.mjs';
 import { evaluateTargets, hottestFunctions, renderSummary } from './lib/report.mjs';
 import { openServices } from './lib/services.mjs';
+import { robustnessMode } from './scenarios/robustness.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BENCH = path.join(ROOT, 'bench');
@@ -55,6 +56,7 @@ const { values: flags } = parseArgs({
     'skip-reads': { type: 'boolean', default: false },
     'keep-pg': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
+    robustness: { type: 'boolean', default: false },
   },
 });
 const QUICK = flags.quick;
@@ -683,6 +685,15 @@ async function main() {
   const pgVersion = (await admin.query('SHOW server_version')).rows[0].server_version;
   await admin.end();
   log(`PostgreSQL ${pgVersion} in ${cluster.dir}`);
+  if (flags.robustness)
+    return robustnessMode({
+      dist,
+      cluster,
+      quick: QUICK,
+      log,
+      stopCluster,
+      resultsDir: path.join(BENCH, 'results'),
+    });
   const results = {
     schema: 1,
     mode: QUICK ? 'quick' : 'full',
