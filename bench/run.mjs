@@ -16,7 +16,7 @@ import zlib from 'node:zlib';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ensure, stop as stopCluster } from '../src/database/embedded-pg.mjs';
+import { ensure, makeTemporaryDir, stop as stopCluster } from '../src/database/embedded-pg.mjs';
 import { batchTemplate, rng } from './lib/events.mjs';
 import { runLoad, percentiles } from './lib/load.mjs';
 import {
@@ -135,8 +135,7 @@ async function snapshotDist() {
 
 async function startCluster() {
   if (QUICK) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-'));
-    fs.chmodSync(dir, 0o755);
+    const dir = await makeTemporaryDir('bench');
     const { url } = await ensure(dir, await freePort());
     return { dir, url, temporary: true };
   }

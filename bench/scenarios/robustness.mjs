@@ -8,7 +8,6 @@
 //   npm run bench -- --robustness                                   (100,000 cases, into latest.json)
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -420,6 +419,7 @@ export async function runRobustness({
   tenant,
   cases,
   seed = 1,
+  from = 0,
   concurrency = 8,
   log = () => undefined,
 }) {
@@ -434,9 +434,10 @@ export async function runRobustness({
   let malformed = 0;
   const started = process.hrtime.bigint();
   const CHUNK = 1000;
-  for (let done = 0; done < cases; done += CHUNK) {
+  // `from` skips whole chunks, to replay the cases of a long run from a given point.
+  for (let done = from; done < from + cases; done += CHUNK) {
     const requests = fc.sample(arbitrary, {
-      numRuns: Math.min(CHUNK, cases - done),
+      numRuns: Math.min(CHUNK, from + cases - done),
       seed: seed * 1_000_003 + done,
     });
     let next = 0;
@@ -453,6 +454,9 @@ export async function runRobustness({
           else if (res.status === 0) transportErrors++;
           else if (bad) malformed++;
           if (bad && failures.length < 20) {
+            log(
+              `robustness: ${res.status || res.error} for ${req.method} ${req.path.slice(0, 200)}: ${res.body?.toString('utf8').slice(0, 300)}`,
+            );
             failures.push({
               status: res.status,
               error: res.error,
@@ -506,13 +510,16 @@ export async function makeRobustnessTenant(cli, dist, url) {
 
 async function standalone() {
   const { values } = parseArgs({
-    options: { cases: { type: 'string', default: '5000' }, seed: { type: 'string', default: '1' } },
+    options: {
+      cases: { type: 'string', default: '5000' },
+      seed: { type: 'string', default: '1' },
+      from: { type: 'string', default: '0' },
+    },
   });
-  const { ensure, stop } = await import('../../src/database/embedded-pg.mjs');
+  const { destroy, ensure, makeTemporaryDir } = await import('../../src/database/embedded-pg.mjs');
   const { cli, freePort, startServer } = await import('../lib/processes.mjs');
   const dist = path.join(ROOT, 'dist');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-robustness-'));
-  fs.chmodSync(dir, 0o755);
+  const dir = await makeTemporaryDir('robustness');
   let server;
   try {
     const { url } = await ensure(dir, await freePort());
@@ -523,6 +530,7 @@ async function standalone() {
       tenant,
       cases: Number(values.cases),
       seed: Number(values.seed),
+      from: Number(values.from),
       log: (m) => process.stderr.write(`${m}\n`),
     });
     const { failures, ...figures } = result;
@@ -536,8 +544,7 @@ async function standalone() {
     return ok ? 0 : 1;
   } finally {
     await server?.stop?.();
-    await stop(dir).catch(() => undefined);
-    fs.rmSync(dir, { recursive: true, force: true });
+    await destroy(dir).catch(() => undefined);
   }
 }
 
