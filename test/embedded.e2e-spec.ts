@@ -65,7 +65,7 @@ describe('embedded PostgreSQL shared by the server and the CLI', () => {
     servers.push(child);
     await new Promise<void>((resolve, reject) => {
       let out = '';
-      const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
+      const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 90_000);
       child.stdout!.on('data', (d) => {
         out += d;
         if (out.includes('Tally listening on')) {

@@ -176,7 +176,10 @@ export class EventValidator {
     if (this.present(privacyMode) && typeof privacyMode === 'string') this.bound += stringBound(privacyMode);
     this.checkUnknownFields(ev);
 
-    if (this.firstError !== null || !this.checkSize(ev)) return this.reject();
+    if (this.firstError !== null) return this.reject();
+    if (this.bound + this.known * KNOWN_KEY_BOUND > this.rules.maxEventBytes && !this.checkSize(ev)) {
+      return this.reject();
+    }
     const ts = this.effectiveTime(eventTime);
     if (ts === null) return this.reject();
     const event: AcceptedEvent = {
@@ -198,9 +201,10 @@ export class EventValidator {
       floatValue,
       payload,
     };
-    this.applyPrivacyMode(privacyMode, event);
-    this.pseudonymiseUser(event);
-    return this.accept(event);
+    // The common event needs none of these steps; the checks keep it from paying for the calls.
+    if (privacyMode !== undefined && privacyMode !== null) this.applyPrivacyMode(privacyMode, event);
+    if (event.anonymousUserId) this.pseudonymiseUser(event);
+    return this.pending.length === 0 ? event : this.accept(event);
   }
 
   private error(field: string, code: EventErrorCode, message: string): void {
@@ -228,7 +232,6 @@ export class EventValidator {
   }
 
   private accept(event: AcceptedEvent): AcceptedEvent {
-    if (this.pending.length === 0) return event;
     for (const issue of this.pending) {
       this.warningCounts[issue.code] = (this.warningCounts[issue.code] ?? 0) + 1;
       if (this.warnings.length < this.maxListed) this.warnings.push(issue);
@@ -370,13 +373,12 @@ export class EventValidator {
   }
 
   /**
-   * The event's serialized size, measured only when the bound says it might be over the limit.
+   * The event's exact serialized size, measured when the bound says it might be over the limit.
    * The measure uses no recursion, so an unknown field nested thousands of levels deep is just
    * a large event.
    */
   private checkSize(ev: Raw): boolean {
     const { maxEventBytes } = this.rules;
-    if (this.bound + this.known * KNOWN_KEY_BOUND <= maxEventBytes) return true;
     if (jsonByteLength(ev, maxEventBytes) <= maxEventBytes) return true;
     this.error('event', 'event_too_large', `The event is larger than the limit of ${maxEventBytes} bytes.`);
     return false;
@@ -410,7 +412,6 @@ export class EventValidator {
 
   /** privacyMode "unlinked": the event must not be linkable to a person. */
   private applyPrivacyMode(privacyMode: unknown, event: AcceptedEvent): void {
-    if (privacyMode === undefined || privacyMode === null) return;
     if (privacyMode === 'unlinked') {
       this.warn('privacyMode', 'unlinked', 'Unlinked event: anonymousUserId and sessionId are not stored.');
       event.anonymousUserId = null;

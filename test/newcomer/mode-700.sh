@@ -17,15 +17,15 @@ npm ci --no-audit --no-fund --loglevel=warn
 npx jest test/embedded.e2e-spec.ts
 PORT="$(node -e 'const s=require("net").createServer().listen(0,()=>{console.log(s.address().port);s.close()})')"
 EMBEDDED_PG_PORT="$(node -e 'const s=require("net").createServer().listen(0,()=>{console.log(s.address().port);s.close()})')"
-PORT=$PORT EMBEDDED_PG_PORT=$EMBEDDED_PG_PORT npm start >"$HOME700/start.log" 2>&1 &
+# Its own process group, so that npm, the shell and the server stop together.
+PORT=$PORT EMBEDDED_PG_PORT=$EMBEDDED_PG_PORT setsid npm start >"$HOME700/start.log" 2>&1 &
 server=$!
 for _ in $(seq 1 240); do
   if curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1; then break; fi
   sleep 1
 done
 status="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/readyz")"
-kill -TERM -- "$server" 2>/dev/null || true
-pkill -TERM -P "$server" 2>/dev/null || true
+kill -TERM -- "-$server" 2>/dev/null || true
 wait "$server" 2>/dev/null || true
 after="$(modes)"
 echo "readyz: $status"
