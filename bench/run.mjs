@@ -37,6 +37,7 @@ import { httpCeilingPhase } from './scenarios/http-ceiling.mjs';
 import { readsPhase } from './scenarios/reads.mjs';
 import { validationPhase } from './scenarios/validation.mjs';
 import { budgetOf } from './scenarios/budget.mjs';
+import { robustnessMode } from './scenarios/robustness.mjs';
 
 async function main() {
   fs.mkdirSync(CACHE, { recursive: true });
@@ -47,6 +48,15 @@ async function main() {
   const pgVersion = (await admin.query('SHOW server_version')).rows[0].server_version;
   await admin.end();
   log(`PostgreSQL ${pgVersion} in ${cluster.dir}`);
+  if (flags.robustness)
+    return robustnessMode({
+      dist,
+      cluster,
+      quick: QUICK,
+      log,
+      stopCluster,
+      resultsDir: path.join(BENCH, 'results'),
+    });
   const results = {
     schema: 1,
     mode: QUICK ? 'quick' : 'full',

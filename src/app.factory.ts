@@ -2,10 +2,12 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import helmet from 'helmet';
+import compression from 'compression';
 import type { Request, Response } from 'express';
 import type { AppConfig } from './config/config';
 import { AppModule, AppOptions } from './app.module';
-import { ProblemFilter } from './common/problem.filter';
+import { AppError } from './common/app-error';
+import { ProblemFilter, sendProblem } from './common/problem.filter';
 import { assignRequestId } from './common/request-id';
 import { logIngestRequest } from './common/request-log';
 import { setupOpenApi } from './ops/openapi';
@@ -13,6 +15,22 @@ import { setupOpenApi } from './ops/openapi';
 const INGEST_PATH = /^\/api\/ingest(\/|\?|$)/;
 const DOCS_PATH_PATTERN = /^\/docs(\/|$)/;
 const DASHBOARD_PATH_PATTERN = /^\/dashboard(\/|$)/;
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+
+/** Compresses JSON answers over 1 KiB for clients that accept it; nothing else (not /metrics). */
+const compressJson = compression({
+  threshold: 1024,
+  filter: (req, res) =>
+    JSON_TYPE.test(String(res.getHeader('Content-Type') ?? '')) && compression.filter(req, res),
+});
+
+/**
+ * Node keeps only the first of several Authorization headers; a request with two is ambiguous
+ * (which key did the client mean?), so it is refused rather than guessed.
+ */
+function hasDuplicateAuthorization(req: Request): boolean {
+  return (req.headersDistinct.authorization?.length ?? 0) > 1;
+}
 
 /** Builds the configured Nest application. The server, the tests and the benchmark share it. */
 export async function createApp(
@@ -28,11 +46,22 @@ export async function createApp(
   app.set('trust proxy', config.trustProxy);
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use((req: Request, res: Parameters<typeof assignRequestId>[1], next: () => void) => {
+  app.use((req: Request, res: Response, next: () => void) => {
     assignRequestId(req, res);
     if (req.method === 'POST' && INGEST_PATH.test(req.url)) logIngestRequest(req, res);
+    // Answers carry tenant data or state that changes: no cache may keep them.
+    res.setHeader('Cache-Control', 'no-store');
+    if (hasDuplicateAuthorization(req)) {
+      sendProblem(
+        req,
+        res,
+        new AppError('invalid_header', 'The request carries more than one Authorization header.'),
+      );
+      return;
+    }
     next();
   });
+  app.use(compressJson);
   // The API answers JSON only, so its CSP forbids everything; the reference at /docs loads
   // swagger-ui's own scripts and styles (it uses inline styles) from this origin.
   const apiHelmet = helmet({

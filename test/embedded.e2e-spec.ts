@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { freePort } from './support/free-port';
 
@@ -33,8 +34,8 @@ describe('embedded PostgreSQL shared by the server and the CLI', () => {
   const servers: ChildProcess[] = [];
 
   beforeAll(async () => {
-    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tally-embedded-'));
-    await fs.chmod(dir, 0o755);
+    dir = path.join(os.tmpdir(), `tally-embedded-${randomUUID().slice(0, 8)}`);
+    await fs.mkdir(dir, { mode: 0o755 });
     env = {
       ...process.env,
       EMBEDDED_PG_DIR: dir,
@@ -64,7 +65,7 @@ describe('embedded PostgreSQL shared by the server and the CLI', () => {
     servers.push(child);
     await new Promise<void>((resolve, reject) => {
       let out = '';
-      const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
+      const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 90_000);
       child.stdout!.on('data', (d) => {
         out += d;
         if (out.includes('Tally listening on')) {
@@ -89,7 +90,7 @@ describe('embedded PostgreSQL shared by the server and the CLI', () => {
     expect(seed.app.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(existsSync(path.join(dir, 'pg', 'PG_VERSION'))).toBe(true);
     expect(postmasterAlive(dir)).toBe(false);
-  });
+  }, 180_000);
 
   it('the CLI works while a server runs, two servers share the folder, and the last one out stops it', async () => {
     const first = await startServer();
@@ -120,5 +121,69 @@ describe('embedded PostgreSQL shared by the server and the CLI', () => {
     // The data survived every start and stop.
     const apps = await cli('apps', 'list', '--json');
     expect(apps.map((a: { id: string }) => a.id)).toContain(app.id);
+  }, 180_000);
+});
+
+/** Modes of `dir` and every folder above it. */
+async function ancestorModes(dir: string): Promise<Record<string, number>> {
+  const modes: Record<string, number> = {};
+  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    modes[d] = (await fs.stat(d)).mode & 0o7777;
+    if (d === path.dirname(d)) return modes;
+  }
+}
+
+/**
+ * A checkout or data folder that others cannot traverse, such as a clone in a mode-700 home: as
+ * root the cluster cannot live there (PostgreSQL runs as `postgres`), and no folder's
+ * permissions may change to make it fit.
+ */
+describe('embedded PostgreSQL under a folder others cannot traverse', () => {
+  let parent: string;
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  const root = process.getuid?.() === 0;
+
+  beforeAll(async () => {
+    parent = path.join(os.tmpdir(), `tally-private-${randomUUID().slice(0, 8)}`);
+    await fs.mkdir(parent, { mode: 0o700 });
+    dir = path.join(parent, 'data');
+    env = {
+      ...process.env,
+      EMBEDDED_PG_DIR: dir,
+      EMBEDDED_PG_PORT: String(await freePort()),
+      LOG_LEVEL: 'warn',
+    };
+    delete env.DATABASE_URL;
   });
+
+  afterAll(async () => {
+    await exec(process.execPath, [path.join(ROOT, 'src/database/embedded-pg.mjs'), 'destroy', dir]).catch(
+      () => undefined,
+    );
+    await fs.rm(parent, { recursive: true, force: true });
+  });
+
+  it('works without changing the permissions of any folder', async () => {
+    const before = { ...(await ancestorModes(parent)), ...(await ancestorModes(ROOT)) };
+    const seed = JSON.parse((await exec(process.execPath, [CLI, 'seed', '--json'], { env })).stdout);
+    expect(seed.app.id).toMatch(/^[0-9a-f-]{36}$/);
+    const after = { ...(await ancestorModes(parent)), ...(await ancestorModes(ROOT)) };
+    expect(after).toEqual(before);
+    expect(after[parent]).toBe(0o700);
+
+    const pointer = path.join(dir, 'cluster-location');
+    if (root) {
+      // The cluster went where `postgres` can reach it, and the data folder says where.
+      const home = readFileSync(pointer, 'utf8').trim();
+      expect(home).toMatch(/^\/var\/lib\/tally\/clusters\/[0-9a-f]{16}$/);
+      expect(existsSync(path.join(home, 'pg', 'PG_VERSION'))).toBe(true);
+    } else {
+      expect(existsSync(pointer)).toBe(false);
+      expect(existsSync(path.join(dir, 'pg', 'PG_VERSION'))).toBe(true);
+    }
+    // The same cluster again: the data is still there.
+    const apps = JSON.parse((await exec(process.execPath, [CLI, 'apps', 'list', '--json'], { env })).stdout);
+    expect(apps.map((a: { id: string }) => a.id)).toContain(seed.app.id);
+  }, 180_000);
 });

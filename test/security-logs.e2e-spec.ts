@@ -80,4 +80,38 @@ describe('keys never reach the logs', () => {
       expect(log).not.toContain(secret.slice(-20));
     }
   });
+
+  it('a key percent-encoded in the URL is masked too, after decoding', async () => {
+    const { apiKey, liveKey, appId } = tenant;
+    const encodeAll = (s: string) =>
+      [...Buffer.from(s)].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+    const start = lines.length;
+    // The prefix's underscores encoded, every character encoded, double encoding, and an
+    // encoding that is not valid UTF-8 elsewhere in the URL.
+    await request(t.http)
+      .get(`/api/v1/events/${apiKey.replace(/_/g, '%5F')}`)
+      .set(bearer(apiKey));
+    await request(t.http)
+      .get(`/api/v1/events/${encodeAll(liveKey)}`)
+      .set(bearer(apiKey));
+    await request(t.http)
+      .get(`/api/v1/events?appId=${appId}&k=${encodeAll(apiKey).replace(/%/g, '%25')}`)
+      .set(bearer(apiKey));
+    await request(t.http)
+      .get(`/api/v1/events?x=%ff%fe&k=tly%5Flive%5F${liveKey.slice(9)}`)
+      .set(bearer(apiKey));
+    const logged = lines.slice(start);
+    expect(logged).toHaveLength(4);
+    const log = logged.join('');
+    // What a reader of the log could decode: every ASCII escape, twice.
+    const asciiDecode = (x: string) =>
+      x.replace(/%([0-7][0-9A-Fa-f])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    const decoded = asciiDecode(asciiDecode(log));
+    for (const key of [liveKey, apiKey]) {
+      const secret = key.replace(/^tly_[a-z]+_/, '');
+      expect(decoded).not.toContain(secret.slice(0, 20));
+      expect(decoded).not.toContain(secret.slice(-20));
+    }
+    expect(log.match(/\[redacted\]/g)?.length ?? 0).toBeGreaterThanOrEqual(4);
+  });
 });

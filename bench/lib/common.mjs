@@ -1,11 +1,10 @@
 // Shared state of one benchmark run: paths, flags, the plan of sizes, logging and the checks.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ensure } from '../../src/database/embedded-pg.mjs';
+import { ensure, makeTemporaryDir } from '../../src/database/embedded-pg.mjs';
 import { cli, freePort } from './processes.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -20,6 +19,7 @@ export const { values: flags } = parseArgs({
     'keep-pg': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     cli: { type: 'boolean', default: false },
+    robustness: { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
   },
 });
@@ -103,8 +103,7 @@ export async function snapshotDist() {
 
 export async function startCluster() {
   if (QUICK) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-bench-'));
-    fs.chmodSync(dir, 0o755);
+    const dir = await makeTemporaryDir('bench');
     const { url } = await ensure(dir, await freePort());
     return { dir, url, temporary: true };
   }

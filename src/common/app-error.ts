@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'invalid_query'
   | 'invalid_cursor'
   | 'unsupported_encoding'
+  | 'invalid_header'
   // 401 / 403
   | 'invalid_key'
   | 'wrong_key_type'
@@ -35,6 +36,7 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   invalid_query: 'Invalid query parameters',
   invalid_cursor: 'Invalid cursor',
   unsupported_encoding: 'Unsupported content encoding',
+  invalid_header: 'Invalid request header',
   invalid_key: 'Invalid or missing key',
   wrong_key_type: 'Wrong kind of key',
   insufficient_scope: 'Key lacks the required scope',
@@ -57,6 +59,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   invalid_body: 400,
   invalid_query: 400,
   invalid_cursor: 400,
+  invalid_header: 400,
   unsupported_encoding: 415,
   invalid_key: 401,
   wrong_key_type: 401,

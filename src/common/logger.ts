@@ -6,9 +6,27 @@ import { assignRequestId } from './request-id';
 
 // A client that puts its key in the URL by mistake must not have it written to the logs.
 const KEY_IN_URL = /tly_(live|test|api)_[0-9A-Za-z]+/gi;
+const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
 
-function loggableUrl(url: unknown): unknown {
-  return typeof url === 'string' ? url.replace(KEY_IN_URL, 'tly_$1_[redacted]').slice(0, 512) : url;
+/** Decodes percent-escapes, even in a URL that is not valid percent-encoding as a whole. */
+function decodeLeniently(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    // Only ASCII escapes matter for a key; other bytes stay encoded.
+    return s.replace(/%([0-7][0-9A-Fa-f])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  }
+}
+
+/**
+ * The URL as logged: percent-decoded (repeatedly, since a double-encoded key is still a key), then
+ * with every key masked, and cut to 512 characters.
+ */
+export function loggableUrl(url: unknown): unknown {
+  if (typeof url !== 'string') return url;
+  let decoded = url.slice(0, 8192);
+  for (let i = 0; i < 3 && PERCENT_ESCAPE.test(decoded); i++) decoded = decodeLeniently(decoded);
+  return decoded.replace(KEY_IN_URL, 'tly_$1_[redacted]').slice(0, 512);
 }
 
 /**

@@ -20,6 +20,8 @@ export interface ProblemDocument {
 }
 
 // A framework 405 is answered as `not_found` (404): the route does not exist for that method.
+
+export const NOT_FOUND_DETAIL = 'No resource at this path with this method; see /docs for the API.';
 function fromHttpException(err: HttpException): AppError {
   const status = err.getStatus();
   const code: ErrorCode =
@@ -34,7 +36,9 @@ function fromHttpException(err: HttpException): AppError {
             : status >= 500
               ? 'internal_error'
               : 'invalid_body';
-  const detail = status >= 500 ? ERROR_TITLES.internal_error : err.message;
+  // A fixed 404 text: echoing the path would repeat a key that a client put in the URL.
+  const detail =
+    status >= 500 ? ERROR_TITLES.internal_error : code === 'not_found' ? NOT_FOUND_DETAIL : err.message;
   return new AppError(code, detail);
 }
 

@@ -47,6 +47,8 @@ export interface AppConfig {
   /** The slowest upload accepted, measured over each INGEST_BODY_IDLE_MS window; 0 turns it off. */
   ingestBodyMinBytesPerSecond: number;
   ingestMaxEventAgeDays: number;
+  /** The most entries an ingest response lists in `errors`, and in `warnings`; all are counted. */
+  ingestMaxErrorsListed: number;
   /** Ingest statements running at once per instance (group commit); at most the pool size. */
   ingestWriteConcurrency: number;
   /** The most events one ingest statement takes from waiting requests; a larger request goes alone. */
@@ -273,6 +275,7 @@ function readConfig(env: Env): AppConfig {
     ingestBodyIdleMs: int(env, 'INGEST_BODY_IDLE_MS', 10_000, 100, 600_000),
     ingestBodyMinBytesPerSecond: int(env, 'INGEST_BODY_MIN_BYTES_PER_SECOND', 1024, 0, 1_073_741_824),
     ingestMaxEventAgeDays: int(env, 'INGEST_MAX_EVENT_AGE_DAYS', 7, 1, 365),
+    ingestMaxErrorsListed: int(env, 'INGEST_MAX_ERRORS_LISTED', 100, 0, 100_000),
     ingestWriteConcurrency: int(env, 'INGEST_WRITE_CONCURRENCY', 4, 1, 200),
     ingestWriteMaxEvents: int(env, 'INGEST_WRITE_MAX_EVENTS', 1000, 1, 100_000),
     piiPolicy: oneOf(env, 'PII_POLICY', PII_POLICIES, 'redact'),

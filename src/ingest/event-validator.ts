@@ -1,3 +1,4 @@
+import { isControlCode } from '@app/common/control-characters';
 import { normaliseLocale, normaliseTimezone } from './context-formats';
 import { EVENT_LIMITS, FUTURE_TOLERANCE_MS, MAX_ISSUES_PER_EVENT, REDACTED } from './ingest.limits';
 import type {
@@ -9,6 +10,7 @@ import type {
   PayloadValue,
   PiiPolicy,
 } from './ingest.types';
+import { jsonByteLength } from './json-size';
 import { detectPii, identifierKind } from './pii';
 
 /** What the per-event rules need to know about the request. */
@@ -25,6 +27,8 @@ export interface EventRules {
   forceTestMode: boolean;
   /** Replaces an email or phone user id with a stable pseudonym. */
   pseudonymise(kind: 'email' | 'phone', value: string): string;
+  /** The most errors, and the most warnings, the response lists; all are counted. Default: all. */
+  maxIssuesListed?: number;
 }
 
 const CONTEXT_FIELDS = ['platform', 'appVersion', 'buildNumber', 'osVersion', 'deviceModel'] as const;
@@ -69,7 +73,7 @@ export function scanText(s: string, max: number, rejectControl: boolean): number
   let points = n;
   for (let i = 0; i < n; i++) {
     const c = s.charCodeAt(i);
-    if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) {
+    if (isControlCode(c)) {
       if (c === 0) return TEXT_UNSTORABLE;
       if (rejectControl) return TEXT_CONTROL;
     } else if (c >= 0xd800 && c <= 0xdfff) {
@@ -98,66 +102,168 @@ const SCALAR_BOUND = 24;
 
 /**
  * The hand-written validator of ingest events. It applies every per-event rule of docs/ingest.md
- * in one pass per event, without allocating for events that need no change. `IngestEventDto`
- * states the same schema declaratively; a property test keeps the two in agreement.
+ * in one pass per event, without allocating for events that need no change: `validate` reads
+ * each field once through a named step, then applies the rules that span fields (size, time,
+ * privacy, pseudonyms). `IngestEventDto` states the same schema declaratively; a property test
+ * keeps the two in agreement.
  *
- * One instance serves one request: it collects the response's `errors` and `warnings`.
+ * One instance serves one request: it collects the response's `errors` and `warnings` (at most
+ * `maxIssuesListed` of each) and counts every issue by code.
  */
 export class EventValidator {
   readonly errors: EventIssue<EventErrorCode>[] = [];
   readonly warnings: EventIssue<EventWarningCode>[] = [];
+  /** Every error by code, listed or not. */
+  readonly errorCounts: Partial<Record<EventErrorCode, number>> = {};
+  /** Every warning of an accepted event by code, listed or not. */
+  readonly warningCounts: Partial<Record<EventWarningCode, number>> = {};
+  /** Rejected events by the code of their first error. */
+  readonly rejectedByCode: Partial<Record<EventErrorCode, number>> = {};
 
+  private readonly maxListed: number;
   private index = 0;
   private eventId: string | undefined;
-  private failed = false;
+  private firstError: EventErrorCode | null = null;
   private eventErrors = 0;
-  private eventWarnings = 0;
-  private warningsStart = 0;
+  /** The current event's warnings; they reach the response only if the event is accepted. */
+  private readonly pending: EventIssue<EventWarningCode>[] = [];
   /** Known fields present in the current event (not undefined or null). */
   private known = 0;
   /** An upper bound of the current event's serialized size. */
   private bound = 0;
 
-  constructor(private readonly rules: EventRules) {}
+  constructor(private readonly rules: EventRules) {
+    this.maxListed = rules.maxIssuesListed ?? Infinity;
+  }
+
+  /** Validates event `index`. Returns the normalised event, or null when it is rejected. */
+  validate(raw: unknown, index: number): AcceptedEvent | null {
+    this.index = index;
+    this.firstError = null;
+    this.eventErrors = 0;
+    if (this.pending.length !== 0) this.pending.length = 0;
+    this.eventId = undefined;
+    this.known = 0;
+    this.bound = 2;
+    if (!isPlainObject(raw)) {
+      this.error('event', 'invalid_type', 'An event must be a JSON object.');
+      return this.reject();
+    }
+    const ev = raw;
+    const rawEventId = ev.eventId;
+    if (typeof rawEventId === 'string' && rawEventId.length <= EVENT_LIMITS.identifierMax) {
+      this.eventId = rawEventId;
+    }
+    const { identifierMax, contextMax } = EVENT_LIMITS;
+    // Fields are read in a fixed order, which is the order of their errors.
+    const eventName = this.readEventName(ev.eventName);
+    // The read filters' fields: no control characters.
+    const anonymousUserId = this.optionalText(ev.anonymousUserId, 'anonymousUserId', identifierMax, 0, true);
+    const sessionId = this.optionalText(ev.sessionId, 'sessionId', identifierMax, 0, true);
+    const eventId = this.optionalText(rawEventId, 'eventId', identifierMax, 1, false);
+    const eventTime = this.readEventTime(ev.eventTime);
+    const isTestMode = this.readTestMode(ev.isTestMode);
+    const floatValue = this.readFloatValue(ev.floatValue);
+    const platform = this.optionalText(ev.platform, 'platform', contextMax, 0, false);
+    const appVersion = this.optionalText(ev.appVersion, 'appVersion', contextMax, 0, false);
+    const buildNumber = this.optionalText(ev.buildNumber, 'buildNumber', contextMax, 0, false);
+    const osVersion = this.optionalText(ev.osVersion, 'osVersion', contextMax, 0, false);
+    const deviceModel = this.optionalText(ev.deviceModel, 'deviceModel', contextMax, 0, false);
+    const locale = this.readLocale(ev.locale);
+    const timezone = this.readTimezone(ev.timezone);
+    const payload = this.readPayload(ev.payload);
+    const privacyMode = ev.privacyMode;
+    if (this.present(privacyMode) && typeof privacyMode === 'string') this.bound += stringBound(privacyMode);
+    this.checkUnknownFields(ev);
+
+    if (this.firstError !== null) return this.reject();
+    if (this.bound + this.known * KNOWN_KEY_BOUND > this.rules.maxEventBytes && !this.checkSize(ev)) {
+      return this.reject();
+    }
+    const ts = this.effectiveTime(eventTime);
+    if (ts === null) return this.reject();
+    const event: AcceptedEvent = {
+      index,
+      eventId,
+      eventName,
+      anonymousUserId,
+      sessionId,
+      eventTime,
+      ts,
+      isTestMode: this.rules.forceTestMode || isTestMode,
+      platform,
+      appVersion,
+      buildNumber,
+      osVersion,
+      deviceModel,
+      locale,
+      timezone,
+      floatValue,
+      payload,
+    };
+    // The common event needs none of these steps; the checks keep it from paying for the calls.
+    if (privacyMode !== undefined && privacyMode !== null) this.applyPrivacyMode(privacyMode, event);
+    if (event.anonymousUserId) this.pseudonymiseUser(event);
+    return this.pending.length === 0 ? event : this.accept(event);
+  }
 
   private error(field: string, code: EventErrorCode, message: string): void {
-    this.failed = true;
+    if (this.firstError === null) this.firstError = code;
     if (++this.eventErrors > MAX_ISSUES_PER_EVENT) return;
+    this.errorCounts[code] = (this.errorCounts[code] ?? 0) + 1;
+    if (this.errors.length >= this.maxListed) return;
     const issue: EventIssue<EventErrorCode> = { index: this.index, field, code, message };
     if (this.eventId !== undefined) issue.eventId = this.eventId;
     this.errors.push(issue);
   }
 
   private warn(field: string, code: EventWarningCode, message: string): void {
-    if (++this.eventWarnings > MAX_ISSUES_PER_EVENT) return;
+    if (this.pending.length >= MAX_ISSUES_PER_EVENT) return;
     const issue: EventIssue<EventWarningCode> = { index: this.index, field, code, message };
     if (this.eventId !== undefined) issue.eventId = this.eventId;
-    this.warnings.push(issue);
+    this.pending.push(issue);
   }
 
-  /** Checks a string field; reports and returns false when it breaks a rule. */
-  private checkText(field: string, s: string, max: number): boolean {
-    const status = scanText(s, max, false);
+  /** Drops the rejected event's warnings: only its errors matter to the client. */
+  private reject(): null {
+    const code = this.firstError!;
+    this.rejectedByCode[code] = (this.rejectedByCode[code] ?? 0) + 1;
+    return null;
+  }
+
+  private accept(event: AcceptedEvent): AcceptedEvent {
+    for (const issue of this.pending) {
+      this.warningCounts[issue.code] = (this.warningCounts[issue.code] ?? 0) + 1;
+      if (this.warnings.length < this.maxListed) this.warnings.push(issue);
+    }
+    return event;
+  }
+
+  /** Checks a string field's length and storability; reports and returns false when it breaks a rule. */
+  private checkText(field: string, s: string, max: number, rejectControl: boolean): boolean {
+    const status = scanText(s, max, rejectControl);
     if (status === TEXT_OK) return true;
     if (status === TEXT_TOO_LONG) this.error(field, 'too_long', `${field} is longer than ${max} characters.`);
+    else if (status === TEXT_CONTROL)
+      this.error(field, 'invalid_value', `${field} must not contain control characters.`);
     else this.error(field, 'unstorable_value', `${field} contains a NUL character or an unpaired surrogate.`);
     return false;
   }
 
-  /** An optional string field: null when absent (or null), undefined when rejected. */
-  private optionalText(v: unknown, field: string, max: number, minLength = 0): string | null | undefined {
+  /** An optional string field: null when absent, null (and an error) when rejected. */
+  private optionalText(v: unknown, field: string, max: number, minLength: number, rejectControl: boolean) {
     if (v === undefined || v === null) return null;
     this.known++;
     if (typeof v !== 'string') {
       this.error(field, 'invalid_type', `${field} must be a string.`);
-      return undefined;
+      return null;
     }
     this.bound += stringBound(v);
     if (v.length < minLength) {
       this.error(field, 'invalid_value', `${field} must not be empty.`);
-      return undefined;
+      return null;
     }
-    return this.checkText(field, v, max) ? v : undefined;
+    return this.checkText(field, v, max, rejectControl) ? v : null;
   }
 
   /** A present optional non-string field: counts it for the unknown-field check and the size bound. */
@@ -168,225 +274,165 @@ export class EventValidator {
     return true;
   }
 
-  /** Validates event `index`. Returns the normalised event, or null when it is rejected. */
-  validate(raw: unknown, index: number): AcceptedEvent | null {
-    this.index = index;
-    this.failed = false;
-    this.eventErrors = 0;
-    this.eventWarnings = 0;
-    this.warningsStart = this.warnings.length;
-    this.eventId = undefined;
-    this.known = 0;
-    this.bound = 2;
-
-    if (!isPlainObject(raw)) {
-      this.error('event', 'invalid_type', 'An event must be a JSON object.');
-      return null;
-    }
-    const ev = raw;
-    const rawEventId = ev.eventId;
-    if (typeof rawEventId === 'string' && rawEventId.length <= EVENT_LIMITS.identifierMax) {
-      this.eventId = rawEventId;
-    }
-
-    let eventName = '';
-    const name = ev.eventName;
+  private readEventName(name: unknown): string {
     if (name === undefined || name === null) {
       this.error('eventName', 'missing_field', 'eventName is required.');
-    } else if (typeof name !== 'string') {
-      this.known++;
+      return '';
+    }
+    this.known++;
+    if (typeof name !== 'string') {
       this.error('eventName', 'invalid_type', 'eventName must be a string.');
+      return '';
+    }
+    this.bound += stringBound(name);
+    if (name.length === 0) {
+      this.error('eventName', 'invalid_value', 'eventName must not be empty.');
+      return '';
+    }
+    return this.checkText('eventName', name, EVENT_LIMITS.eventNameMax, true) ? name : '';
+  }
+
+  private readEventTime(et: unknown): number | null {
+    if (!this.present(et)) return null;
+    if (typeof et !== 'number') {
+      this.error('eventTime', 'invalid_type', 'eventTime must be an integer of epoch milliseconds.');
+    } else if (!Number.isSafeInteger(et) || et < 0) {
+      this.error(
+        'eventTime',
+        'invalid_value',
+        'eventTime must be a whole number of epoch milliseconds, at least 0.',
+      );
     } else {
-      this.known++;
-      this.bound += stringBound(name);
-      const status = scanText(name, EVENT_LIMITS.eventNameMax, true);
-      if (name.length === 0) {
-        this.error('eventName', 'invalid_value', 'eventName must not be empty.');
-      } else if (status === TEXT_CONTROL) {
-        this.error('eventName', 'invalid_value', 'eventName must not contain control characters.');
-      } else if (status === TEXT_TOO_LONG) {
-        this.error(
-          'eventName',
-          'too_long',
-          `eventName is longer than ${EVENT_LIMITS.eventNameMax} characters.`,
-        );
-      } else if (status === TEXT_UNSTORABLE) {
-        this.error(
-          'eventName',
-          'unstorable_value',
-          'eventName contains a NUL character or an unpaired surrogate.',
-        );
-      } else {
-        eventName = name;
-      }
+      return et;
     }
+    return null;
+  }
 
-    const { identifierMax, contextMax } = EVENT_LIMITS;
-    let anonymousUserId = this.optionalText(ev.anonymousUserId, 'anonymousUserId', identifierMax);
-    let sessionId = this.optionalText(ev.sessionId, 'sessionId', identifierMax);
-    const eventId = this.optionalText(rawEventId, 'eventId', identifierMax, 1);
+  private readTestMode(tm: unknown): boolean {
+    if (!this.present(tm)) return false;
+    if (typeof tm === 'boolean') return tm;
+    this.error('isTestMode', 'invalid_type', 'isTestMode must be a boolean.');
+    return false;
+  }
 
-    let eventTime: number | null = null;
-    const et = ev.eventTime;
-    if (this.present(et)) {
-      if (typeof et !== 'number') {
-        this.error('eventTime', 'invalid_type', 'eventTime must be an integer of epoch milliseconds.');
-      } else if (!Number.isSafeInteger(et) || et < 0) {
-        this.error(
-          'eventTime',
-          'invalid_value',
-          'eventTime must be a whole number of epoch milliseconds, at least 0.',
-        );
-      } else {
-        eventTime = et;
-      }
+  private readFloatValue(fv: unknown): number | null {
+    if (!this.present(fv)) return null;
+    if (typeof fv !== 'number') this.error('floatValue', 'invalid_type', 'floatValue must be a number.');
+    else if (!Number.isFinite(fv)) this.error('floatValue', 'invalid_value', 'floatValue must be finite.');
+    else return fv;
+    return null;
+  }
+
+  // A bad locale or time zone format drops the field and keeps the event.
+  private readLocale(lc: unknown): string | null {
+    if (!this.present(lc)) return null;
+    if (typeof lc !== 'string') {
+      this.error('locale', 'invalid_type', 'locale must be a string.');
+      return null;
     }
+    this.bound += stringBound(lc);
+    const locale = normaliseLocale(lc);
+    if (locale === null)
+      this.warn('locale', 'invalid_format', 'locale is not a BCP 47 language tag; dropped.');
+    return locale;
+  }
 
-    let isTestMode = false;
-    const tm = ev.isTestMode;
-    if (this.present(tm)) {
-      if (typeof tm !== 'boolean') this.error('isTestMode', 'invalid_type', 'isTestMode must be a boolean.');
-      else isTestMode = tm;
+  private readTimezone(tz: unknown): string | null {
+    if (!this.present(tz)) return null;
+    if (typeof tz !== 'string') {
+      this.error('timezone', 'invalid_type', 'timezone must be a string.');
+      return null;
     }
-
-    let floatValue: number | null = null;
-    const fv = ev.floatValue;
-    if (this.present(fv)) {
-      if (typeof fv !== 'number') this.error('floatValue', 'invalid_type', 'floatValue must be a number.');
-      else if (!Number.isFinite(fv)) this.error('floatValue', 'invalid_value', 'floatValue must be finite.');
-      else floatValue = fv;
+    this.bound += stringBound(tz);
+    const timezone = normaliseTimezone(tz);
+    if (timezone === null) {
+      this.warn(
+        'timezone',
+        'invalid_format',
+        'timezone is not an IANA zone name or a ±HH:MM offset; dropped.',
+      );
     }
+    return timezone;
+  }
 
-    const platform = this.optionalText(ev.platform, 'platform', contextMax);
-    const appVersion = this.optionalText(ev.appVersion, 'appVersion', contextMax);
-    const buildNumber = this.optionalText(ev.buildNumber, 'buildNumber', contextMax);
-    const osVersion = this.optionalText(ev.osVersion, 'osVersion', contextMax);
-    const deviceModel = this.optionalText(ev.deviceModel, 'deviceModel', contextMax);
+  private readPayload(p: unknown): Payload | null {
+    if (!this.present(p)) return null;
+    if (isPlainObject(p)) return this.checkPayload(p);
+    this.error('payload', 'invalid_type', 'payload must be a JSON object.');
+    return null;
+  }
 
-    // A bad locale or time zone format drops the field and keeps the event.
-    let locale: string | null = null;
-    const lc = ev.locale;
-    if (this.present(lc)) {
-      if (typeof lc !== 'string') this.error('locale', 'invalid_type', 'locale must be a string.');
-      else {
-        this.bound += stringBound(lc);
-        locale = normaliseLocale(lc);
-        if (locale === null)
-          this.warn('locale', 'invalid_format', 'locale is not a BCP 47 language tag; dropped.');
-      }
-    }
-    let timezone: string | null = null;
-    const tz = ev.timezone;
-    if (this.present(tz)) {
-      if (typeof tz !== 'string') this.error('timezone', 'invalid_type', 'timezone must be a string.');
-      else {
-        this.bound += stringBound(tz);
-        timezone = normaliseTimezone(tz);
-        if (timezone === null) {
-          this.warn(
-            'timezone',
-            'invalid_format',
-            'timezone is not an IANA zone name or a ±HH:MM offset; dropped.',
-          );
-        }
-      }
-    }
-
-    let payload: Payload | null = null;
-    const p = ev.payload;
-    if (this.present(p)) {
-      if (!isPlainObject(p)) this.error('payload', 'invalid_type', 'payload must be a JSON object.');
-      else payload = this.checkPayload(p);
-    }
-
-    const privacyMode = ev.privacyMode;
-    if (this.present(privacyMode) && typeof privacyMode === 'string') this.bound += stringBound(privacyMode);
-
-    // Fields not read above. Counting keys is cheap; the loop that names them runs only when
-    // the count shows there are some.
+  /**
+   * Fields not read above. Counting keys is cheap; the loop that names them runs only when the
+   * count shows there are some.
+   */
+  private checkUnknownFields(ev: Raw): void {
     let keys = 0;
     for (const _key in ev) keys++;
     if (keys !== this.known) this.unknownFields(ev);
+  }
 
-    if (this.failed) return this.reject();
-
+  /**
+   * The event's exact serialized size, measured when the bound says it might be over the limit.
+   * The measure uses no recursion, so an unknown field nested thousands of levels deep is just
+   * a large event.
+   */
+  private checkSize(ev: Raw): boolean {
     const { maxEventBytes } = this.rules;
-    if (this.bound + this.known * KNOWN_KEY_BOUND > maxEventBytes) {
-      const size = Buffer.byteLength(JSON.stringify(ev), 'utf8');
-      if (size > maxEventBytes) {
-        this.error('event', 'event_too_large', `The event is ${size} bytes; the limit is ${maxEventBytes}.`);
-        return this.reject();
-      }
-    }
+    if (jsonByteLength(ev, maxEventBytes) <= maxEventBytes) return true;
+    this.error('event', 'event_too_large', `The event is larger than the limit of ${maxEventBytes} bytes.`);
+    return false;
+  }
 
-    // Time: the client clock correction, then the future clamp and the age limit.
-    const { receivedAt } = this.rules;
-    let ts = receivedAt;
-    if (eventTime !== null) {
-      ts = eventTime;
-      if (this.rules.skewMs !== 0) {
-        ts += this.rules.skewMs;
-        this.warn(
-          'eventTime',
-          'clock_skew_corrected',
-          `eventTime corrected by ${this.rules.skewMs} ms for the client clock.`,
-        );
-      }
-      if (ts > receivedAt + FUTURE_TOLERANCE_MS) {
-        ts = receivedAt;
-        this.warn(
-          'eventTime',
-          'future_time_clamped',
-          'eventTime is in the future; the receive time is used.',
-        );
-      } else if (ts < this.rules.oldestTs) {
-        this.error('eventTime', 'event_too_old', 'The event is older than the accepted age.');
-        return this.reject();
-      }
+  /**
+   * The effective time: the client clock correction, then the future clamp and the age limit.
+   * Null when the event is too old.
+   */
+  private effectiveTime(eventTime: number | null): number | null {
+    const { receivedAt, skewMs } = this.rules;
+    if (eventTime === null) return receivedAt;
+    let ts = eventTime;
+    if (skewMs !== 0) {
+      ts += skewMs;
+      this.warn(
+        'eventTime',
+        'clock_skew_corrected',
+        `eventTime corrected by ${skewMs} ms for the client clock.`,
+      );
     }
-
-    // privacyMode "unlinked": the event must not be linkable to a person.
-    if (privacyMode !== undefined && privacyMode !== null) {
-      if (privacyMode === 'unlinked') {
-        this.warn('privacyMode', 'unlinked', 'Unlinked event: anonymousUserId and sessionId are not stored.');
-        anonymousUserId = null;
-        sessionId = null;
-      } else {
-        this.warn('privacyMode', 'ignored_field', 'privacyMode supports only "unlinked"; ignored.');
-      }
+    if (ts > receivedAt + FUTURE_TOLERANCE_MS) {
+      ts = receivedAt;
+      this.warn('eventTime', 'future_time_clamped', 'eventTime is in the future; the receive time is used.');
+    } else if (ts < this.rules.oldestTs) {
+      this.error('eventTime', 'event_too_old', 'The event is older than the accepted age.');
+      return null;
     }
+    return ts;
+  }
 
-    if (anonymousUserId) {
-      const kind = identifierKind(anonymousUserId);
-      if (kind) {
-        anonymousUserId = this.rules.pseudonymise(kind, anonymousUserId);
-        this.warn(
-          'anonymousUserId',
-          'pii_pseudonymised',
-          `anonymousUserId looked like ${kind === 'email' ? 'an email address' : 'a phone number'}; stored as a keyed hash.`,
-        );
-      }
+  /** privacyMode "unlinked": the event must not be linkable to a person. */
+  private applyPrivacyMode(privacyMode: unknown, event: AcceptedEvent): void {
+    if (privacyMode === 'unlinked') {
+      this.warn('privacyMode', 'unlinked', 'Unlinked event: anonymousUserId and sessionId are not stored.');
+      event.anonymousUserId = null;
+      event.sessionId = null;
+    } else {
+      this.warn('privacyMode', 'ignored_field', 'privacyMode supports only "unlinked"; ignored.');
     }
+  }
 
-    return {
-      index,
-      eventId: eventId as string | null,
-      eventName,
-      anonymousUserId: anonymousUserId as string | null,
-      sessionId: sessionId as string | null,
-      eventTime,
-      ts,
-      isTestMode: this.rules.forceTestMode || isTestMode,
-      platform: platform as string | null,
-      appVersion: appVersion as string | null,
-      buildNumber: buildNumber as string | null,
-      osVersion: osVersion as string | null,
-      deviceModel: deviceModel as string | null,
-      locale,
-      timezone,
-      floatValue,
-      payload,
-    };
+  /** An email address or phone number as the user id is replaced by a keyed hash. */
+  private pseudonymiseUser(event: AcceptedEvent): void {
+    const id = event.anonymousUserId;
+    if (!id) return;
+    const kind = identifierKind(id);
+    if (!kind) return;
+    event.anonymousUserId = this.rules.pseudonymise(kind, id);
+    this.warn(
+      'anonymousUserId',
+      'pii_pseudonymised',
+      `anonymousUserId looked like ${kind === 'email' ? 'an email address' : 'a phone number'}; stored as a keyed hash.`,
+    );
   }
 
   /** Warns about each unknown field, and adds its share to the size bound. */
@@ -405,12 +451,6 @@ export class EventValidator {
       else if (typeof v === 'object' && v !== null) this.bound = Infinity;
       else this.bound += SCALAR_BOUND;
     }
-  }
-
-  /** Drops the rejected event's warnings: only its errors matter to the client. */
-  private reject(): null {
-    this.warnings.length = this.warningsStart;
-    return null;
   }
 
   private checkPayload(p: Raw): Payload | null {
@@ -447,7 +487,7 @@ export class EventValidator {
       const v = p[key];
       if (typeof v === 'string') {
         bound += stringBound(v);
-        if (!this.checkText(fieldName('payload.', key), v, payloadStringMax)) continue;
+        if (!this.checkText(fieldName('payload.', key), v, payloadStringMax, false)) continue;
         if (policy !== 'allow' && detectPii(v) !== null) {
           if (policy === 'reject') {
             this.error(

@@ -90,9 +90,37 @@ export class IngestResultDto implements IngestResult {
   @ApiProperty({ description: 'Receive time, epoch milliseconds.' })
   serverTime: number;
 
-  @ApiProperty({ type: [EventErrorDto] })
+  @ApiProperty({
+    type: [EventErrorDto],
+    description:
+      'Per-event errors, at most INGEST_MAX_ERRORS_LISTED (default 100) entries in batch order; `errorCounts` counts them all.',
+  })
   errors: EventErrorDto[];
 
-  @ApiProperty({ type: [EventWarningDto] })
+  @ApiProperty({
+    type: [EventWarningDto],
+    description:
+      'Per-event warnings of accepted events, at most INGEST_MAX_ERRORS_LISTED (default 100) entries; `warningCounts` counts them all.',
+  })
   warnings: EventWarningDto[];
+
+  @ApiProperty({
+    type: 'object',
+    properties: Object.fromEntries(Object.keys(ERROR_CODES).map((code) => [code, { type: 'integer' }])),
+    additionalProperties: false,
+    description:
+      'Errors of the whole batch by code, including those past the listed ones. A code that did not occur is absent.',
+    example: { invalid_type: 2 },
+  })
+  errorCounts: Partial<Record<EventErrorCode, number>>;
+
+  @ApiProperty({
+    type: 'object',
+    properties: Object.fromEntries(Object.keys(WARNING_CODES).map((code) => [code, { type: 'integer' }])),
+    additionalProperties: false,
+    description:
+      'Warnings of the accepted events by code, including those past the listed ones. A code that did not occur is absent.',
+    example: { ignored_field: 1 },
+  })
+  warningCounts: Partial<Record<EventWarningCode, number>>;
 }

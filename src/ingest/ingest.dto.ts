@@ -130,17 +130,25 @@ export class IngestEventDto {
     maxLength: EVENT_LIMITS.identifierMax,
     nullable: true,
     description:
-      'Pseudonymous user id. An email address or phone number is replaced by a keyed hash (hmac:…).',
+      'Pseudonymous user id. An email address or phone number is replaced by a keyed hash (hmac:…). ' +
+      'A control character rejects the event (invalid_value).',
   })
   @IsOptional()
   @IsString()
+  @Matches(NO_CONTROL_CHARS, { message: 'anonymousUserId must not contain control characters' })
   @MaxCodePoints(EVENT_LIMITS.identifierMax)
   @StorableText()
   anonymousUserId?: string | null;
 
-  @ApiPropertyOptional({ type: 'string', maxLength: EVENT_LIMITS.identifierMax, nullable: true })
+  @ApiPropertyOptional({
+    type: 'string',
+    maxLength: EVENT_LIMITS.identifierMax,
+    nullable: true,
+    description: 'A control character rejects the event (invalid_value).',
+  })
   @IsOptional()
   @IsString()
+  @Matches(NO_CONTROL_CHARS, { message: 'sessionId must not contain control characters' })
   @MaxCodePoints(EVENT_LIMITS.identifierMax)
   @StorableText()
   sessionId?: string | null;

@@ -69,18 +69,6 @@ function invalidBody(errors: FieldError[]): AppError {
   return new AppError('invalid_body', 'The batch envelope is invalid; nothing was stored.', { errors });
 }
 
-/** Rejected events by the code of their first error (an event may list several). */
-function rejectedByCode(errors: { index: number; code: string }[]): Record<string, number> {
-  const counts: Record<string, number> = {};
-  let last = -1;
-  for (const e of errors) {
-    if (e.index === last) continue;
-    last = e.index;
-    counts[e.code] = (counts[e.code] ?? 0) + 1;
-  }
-  return counts;
-}
-
 /** The ingest rules of docs/ingest.md: validation, time, PII, dedup, metering. */
 @Injectable()
 export class IngestService {
@@ -109,6 +97,7 @@ export class IngestService {
       piiPolicy: this.config.piiPolicy,
       forceTestMode: testMode,
       pseudonymise: (kind, value) => pseudonymise(secret, kind, value),
+      maxIssuesListed: this.config.ingestMaxErrorsListed,
     });
 
     const toStore: AcceptedEvent[] = [];
@@ -142,7 +131,7 @@ export class IngestService {
       accepted,
       duplicates,
       testMode,
-      rejectedByCode: rejectedByCode(validator.errors),
+      rejectedByCode: validator.rejectedByCode,
     });
     return {
       received: events.length,
@@ -155,6 +144,8 @@ export class IngestService {
       serverTime: receivedAt,
       errors: validator.errors,
       warnings: validator.warnings,
+      errorCounts: validator.errorCounts,
+      warningCounts: validator.warningCounts,
     };
   }
 

@@ -68,6 +68,12 @@ export interface IngestResult {
   testMode: boolean;
   payloadBytes: number;
   serverTime: number;
+  /** At most INGEST_MAX_ERRORS_LISTED entries. */
   errors: EventIssue<EventErrorCode>[];
+  /** At most INGEST_MAX_ERRORS_LISTED entries. */
   warnings: EventIssue<EventWarningCode>[];
+  /** Every error of the batch by code, including those past the listed ones. */
+  errorCounts: Partial<Record<EventErrorCode, number>>;
+  /** Every warning of the batch's accepted events by code, including those past the listed ones. */
+  warningCounts: Partial<Record<EventWarningCode, number>>;
 }

@@ -4,13 +4,12 @@
 /* global fetch, AbortSignal */
 import fs from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { execFile, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { ensure, stop } from '../../src/database/embedded-pg.mjs';
+import { clusterDir, destroy, ensure, makeTemporaryDir, stop } from '../../src/database/embedded-pg.mjs';
 import { freePort } from '../support/free-port.mjs';
 
 export { freePort };
@@ -32,10 +31,11 @@ export async function assertBuilt() {
 
 /** A PostgreSQL cluster in a temporary folder that only this script uses. */
 export async function startDatabase(label) {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), `tally-${label}-`));
-  await fs.chmod(dir, 0o755);
+  const dir = await makeTemporaryDir(label);
   const port = await freePort();
   const { url } = await ensure(dir, port);
+  const pgdata = path.join(await clusterDir(dir), 'pg');
+  clusters.add(pgdata);
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   // A stopped database makes idle clients error; the script handles outages itself.
   pool.on('error', () => undefined);
@@ -48,8 +48,8 @@ export async function startDatabase(label) {
     start: () => ensure(dir, port),
     async destroy() {
       await pool.end().catch(() => undefined);
-      await stop(dir).catch(() => undefined);
-      await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      await destroy(dir).catch(() => undefined);
+      clusters.delete(pgdata);
     },
   };
 }
@@ -98,11 +98,30 @@ export const UNTHROTTLED = {
   AUTH_FAILURE_LIMIT: '10000000',
 };
 
-// Servers this process started; none may outlive the script, whatever happens to it.
+// Servers and clusters this process started; none may outlive the script, whatever happens to
+// it. pg_ctl starts PostgreSQL detached, in its own session, so an interrupted script (Ctrl-C, a
+// CI timeout) used to leave its cluster running: the exit hook asks every cluster still up for
+// a fast shutdown, and a signal now exits through that hook.
 const children = new Set();
+const clusters = new Set();
 process.on('exit', () => {
   for (const child of children) child.kill('SIGKILL');
+  for (const pgdata of clusters) {
+    try {
+      const pid = Number(readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      if (pid > 0) process.kill(pid, 'SIGINT');
+    } catch {
+      /* not running */
+    }
+  }
 });
+for (const [signal, number] of [
+  ['SIGINT', 2],
+  ['SIGTERM', 15],
+  ['SIGHUP', 1],
+]) {
+  process.once(signal, () => process.exit(128 + number));
+}
 
 /**
  * Starts `node dist/src/main.js` and resolves once it listens. `exited` resolves with the exit

@@ -1,4 +1,5 @@
 import { registerDecorator, ValidationOptions } from 'class-validator';
+import { hasControlCharacter } from '@app/common/control-characters';
 import { parseInstant, parseUtcDate } from './time-params';
 
 function stringRule(name: string, message: string, test: (value: string) => boolean) {
@@ -28,12 +29,11 @@ export const IsRealDate = stringRule(
 );
 
 /**
- * No control characters: PostgreSQL cannot hold NUL in text, and no event name or id stored by
- * ingest contains one, so such a filter could only fail or match nothing.
+ * No control characters (the rule of common/control-characters): ingest never stores one in an
+ * event name or identifier, so such a filter could only match nothing.
  */
 export const HasNoControlCharacters = stringRule(
   'hasNoControlCharacters',
   'must not contain control characters',
-  // eslint-disable-next-line no-control-regex
-  (v) => !/[\u0000-\u001f\u007f]/.test(v),
+  (v) => !hasControlCharacter(v),
 );

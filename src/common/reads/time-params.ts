@@ -1,6 +1,9 @@
 import { DAY_MS, utcDateString } from '@app/common/time';
 
-// 9999-12-31T23:59:59.999Z: four-digit years keep every bound an ISO string PostgreSQL parses.
+// 1000-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z: four-digit years keep every bound an
+// ISO string PostgreSQL parses. An offset can move a date-time past either end, so the bounds
+// apply to the instant, after the offset.
+const MIN_EPOCH_MS = -30_610_224_000_000;
 const MAX_EPOCH_MS = 253_402_300_799_999;
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -56,7 +59,8 @@ export function parseInstant(value: string): number | null {
     if (oh > 23 || om > 59) return null;
     offsetMinutes = sign * (oh * 60 + om);
   }
-  return base + ((hours * 60 + minutes) * 60 + seconds) * 1000 + millis - offsetMinutes * 60_000;
+  const instant = base + ((hours * 60 + minutes) * 60 + seconds) * 1000 + millis - offsetMinutes * 60_000;
+  return instant >= MIN_EPOCH_MS && instant <= MAX_EPOCH_MS ? instant : null;
 }
 
 /** Adds whole days to a `YYYY-MM-DD` string. */
