@@ -207,12 +207,12 @@ describe('the tally bin', () => {
     expect(pkg.bin).toEqual({ tally: 'dist/src/cli/main.js' });
   });
 
-  it('runs through npx and through npm run cli', async () => {
+  it('runs through npx and through npm run -s cli', async () => {
     const npx = await exec('npx', ['--no-install', 'tally', '--help'], { cwd: ROOT });
     expect(npx.stdout).toContain('Usage: tally <command> [options]');
     const direct = await exec(BIN, ['keys', 'rotate', '--help'], { cwd: ROOT });
     expect(direct.stdout).toContain('Usage: tally keys rotate');
-    const npmRun = await exec('npm', ['run', 'cli', '--', 'help', 'apps', 'list'], { cwd: ROOT });
+    const npmRun = await exec('npm', ['run', '-s', 'cli', '--', 'help', 'apps', 'list'], { cwd: ROOT });
     expect(npmRun.stdout).toBe((await cli('help', 'apps', 'list')).stdout);
   });
 

@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/api/v1/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Describe the presented API key
+         * @description Any valid API key may call it; no scope is needed. The secret itself is never returned.
+         */
+        get: operations["KeyInfoController_describe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/ingest": {
         parameters: {
             query?: never;
@@ -143,18 +163,42 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_json" | "invalid_body" | "invalid_query" | "invalid_cursor" | "unsupported_encoding" | "invalid_key" | "wrong_key_type" | "insufficient_scope" | "app_forbidden" | "not_found" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_auth_failures" | "service_unavailable" | "internal_error";
+            code: "invalid_json" | "invalid_body" | "invalid_query" | "invalid_cursor" | "unsupported_encoding" | "invalid_header" | "invalid_key" | "wrong_key_type" | "insufficient_scope" | "app_forbidden" | "not_found" | "body_timeout" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_auth_failures" | "service_unavailable" | "query_timeout" | "internal_error";
             /** @description Also sent as the `X-Request-Id` header. */
             requestId: string;
             errors?: components["schemas"]["FieldError"][];
         } & {
             [key: string]: unknown;
         };
+        KeyAppDto: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+        };
+        KeyInfoDto: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description The key as listings show it: its kind prefix and last four characters, e.g. `tly_api_…a1B2`.
+             * @example tly_api_…a1B2
+             */
+            prefix: string;
+            /** @description Granted scopes, e.g. `events:read`, `rollups:read`. */
+            scopes: string[];
+            /**
+             * Format: date-time
+             * @description When the key stops working; null when it does not expire.
+             */
+            expiresAt: string | null;
+            /** @description The apps the key may read, by name. */
+            apps: components["schemas"]["KeyAppDto"][];
+        };
         IngestEventDto: {
             /** @example Checkout.completed */
             eventName: string;
-            /** @description Pseudonymous user id. An email address or phone number is replaced by a keyed hash (hmac:…). */
+            /** @description Pseudonymous user id. An email address or phone number is replaced by a keyed hash (hmac:…). A control character rejects the event (invalid_value). */
             anonymousUserId?: string | null;
+            /** @description A control character rejects the event (invalid_value). */
             sessionId?: string | null;
             /** @description Client-chosen id; (app, eventId) is deduplicated for 7 days. */
             eventId?: string | null;
@@ -246,7 +290,7 @@ export interface components {
             duplicates: number;
             /** @description Events refused; see `errors`. */
             rejected: number;
-            /** @description Accepted events that are not test mode: the billed units. */
+            /** @description The billed units: every accepted event when the key is a live key (tly_live_…), including events that say `isTestMode: true`; always 0 with a test key (tly_test_…). */
             metered: number;
             /** @description True when the batch was sent with a test key. */
             testMode: boolean;
@@ -254,8 +298,44 @@ export interface components {
             payloadBytes: number;
             /** @description Receive time, epoch milliseconds. */
             serverTime: number;
+            /** @description Per-event errors, at most INGEST_MAX_ERRORS_LISTED (default 100) entries in batch order; `errorCounts` counts them all. */
             errors: components["schemas"]["EventErrorDto"][];
+            /** @description Per-event warnings of accepted events, at most INGEST_MAX_ERRORS_LISTED (default 100) entries; `warningCounts` counts them all. */
             warnings: components["schemas"]["EventWarningDto"][];
+            /**
+             * @description Errors of the whole batch by code, including those past the listed ones. A code that did not occur is absent.
+             * @example {
+             *       "invalid_type": 2
+             *     }
+             */
+            errorCounts: {
+                missing_field?: number;
+                invalid_type?: number;
+                invalid_value?: number;
+                too_long?: number;
+                too_many_keys?: number;
+                nested_value?: number;
+                event_too_large?: number;
+                event_too_old?: number;
+                pii_detected?: number;
+                unstorable_value?: number;
+            };
+            /**
+             * @description Warnings of the accepted events by code, including those past the listed ones. A code that did not occur is absent.
+             * @example {
+             *       "ignored_field": 1
+             *     }
+             */
+            warningCounts: {
+                ignored_field?: number;
+                invalid_format?: number;
+                null_value_dropped?: number;
+                unlinked?: number;
+                pii_redacted?: number;
+                pii_pseudonymised?: number;
+                clock_skew_corrected?: number;
+                future_time_clamped?: number;
+            };
         };
         EventRecordDto: {
             /** @description Server-assigned id (a decimal string; ids outgrow JSON-safe integers). */
@@ -322,6 +402,73 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    KeyInfoController_describe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyInfoDto"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded (`rate_limited`), or too many 401s. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     IngestController_ingest: {
         parameters: {
             query?: never;
@@ -370,6 +517,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body stalled for INGEST_BODY_IDLE_MS, or arrived slower than INGEST_BODY_MIN_BYTES_PER_SECOND (`body_timeout`); nothing stored, the connection is closed. Retry the request. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description More than INGEST_MAX_EVENTS events or INGEST_MAX_BYTES decoded bytes; nothing stored. The body has `limitEvents`, `limitBytes`, `receivedEvents` and `receivedBytes`: split the batch. */
             413: {
                 headers: {
@@ -388,7 +544,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request or event rate of the key exceeded, or too many 401s; nothing stored. */
+            /** @description Request or event rate of the key exceeded, the key already holds INGEST_MAX_INFLIGHT_BYTES_PER_KEY of bodies in flight, or too many invalid keys; nothing stored. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -490,7 +646,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Read rate of the key exceeded (`rate_limited`), or too many 401s. */
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -510,7 +666,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unavailable. Retry after Retry-After. */
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -589,7 +745,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Read rate of the key exceeded (`rate_limited`), or too many 401s. */
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -609,7 +765,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unavailable. Retry after Retry-After. */
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
