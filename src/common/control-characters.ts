@@ -10,6 +10,9 @@ export function isControlCode(code: number): boolean {
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
 
+/** The same rule as a JSON Schema `pattern`, for the OpenAPI document. */
+export const NO_CONTROL_CHARACTERS_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f]*$';
+
 export function hasControlCharacter(value: string): boolean {
   return CONTROL_CHARACTER.test(value);
 }

@@ -1,6 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { NO_CONTROL_CHARACTERS_PATTERN } from '@app/common/control-characters';
 import { IsInstant, HasNoControlCharacters } from '@app/common/reads/query-validators';
 import { AppIdParam, EventNameParam, TestModeParam, TestModeFilter } from '@app/common/reads/query-params';
 
@@ -32,14 +33,14 @@ export class ListEventsQueryDto {
   @EventNameParam()
   eventName?: string;
 
-  @ApiPropertyOptional({ maxLength: 200 })
+  @ApiPropertyOptional({ maxLength: 200, pattern: NO_CONTROL_CHARACTERS_PATTERN })
   @IsOptional()
   @IsString()
   @MaxLength(200)
   @HasNoControlCharacters()
   anonymousUserId?: string;
 
-  @ApiPropertyOptional({ maxLength: 200 })
+  @ApiPropertyOptional({ maxLength: 200, pattern: NO_CONTROL_CHARACTERS_PATTERN })
   @IsOptional()
   @IsString()
   @MaxLength(200)

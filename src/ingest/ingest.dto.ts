@@ -17,6 +17,7 @@ import {
   ValidateNested,
   ValidationOptions,
 } from 'class-validator';
+import { NO_CONTROL_CHARACTERS_PATTERN } from '@app/common/control-characters';
 import { EVENT_LIMITS } from './ingest.limits';
 
 // These DTOs are the documented schema of an ingest batch (and feed OpenAPI). The request path
@@ -114,8 +115,7 @@ export class IngestEventDto {
     type: 'string',
     minLength: 1,
     maxLength: EVENT_LIMITS.eventNameMax,
-    // No C0 or C1 control character and no DEL.
-    pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]*$',
+    pattern: NO_CONTROL_CHARACTERS_PATTERN,
     example: 'Checkout.completed',
   })
   @IsString()
@@ -129,6 +129,7 @@ export class IngestEventDto {
     type: 'string',
     maxLength: EVENT_LIMITS.identifierMax,
     nullable: true,
+    pattern: NO_CONTROL_CHARACTERS_PATTERN,
     description:
       'Pseudonymous user id. An email address or phone number is replaced by a keyed hash (hmac:…). ' +
       'A control character rejects the event (invalid_value).',
@@ -144,6 +145,7 @@ export class IngestEventDto {
     type: 'string',
     maxLength: EVENT_LIMITS.identifierMax,
     nullable: true,
+    pattern: NO_CONTROL_CHARACTERS_PATTERN,
     description: 'A control character rejects the event (invalid_value).',
   })
   @IsOptional()

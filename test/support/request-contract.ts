@@ -23,43 +23,30 @@ const BEYOND_SCHEMA_EVENT_CODES = new Set([
 const BEYOND_SCHEMA_REQUEST_CODES = new Set(['invalid_cursor']);
 
 /**
- * Tests that send requests the document cannot judge, on purpose: bodies that are not what their
- * Content-Type says, or rules that span several parameters. Named in full (describe + it).
+ * Tests that send requests the document cannot judge, on purpose: hostile or random input,
+ * bodies that are not what their Content-Type says, values that parse to something a schema
+ * cannot tell apart (1e400 is Infinity), or rules that span several parameters or need a calendar
+ * (no 30 February, from before to, at most 366 days, range or dates). Named by the full title of
+ * the test (describe blocks and it), or by a describe block that holds only such tests.
  */
-export const EXEMPT_TESTS = new Set<string>([
+export const EXEMPT_TESTS: readonly string[] = [
   // Random and hostile requests by design.
-  'fuzzing: no 5xx, problem+json with a stable code, and only accepted events stored events: arbitrary query strings',
-  'fuzzing: no 5xx, problem+json with a stable code, and only accepted events stored ingest: events with arbitrary fields and values',
-  'fuzzing: no 5xx, problem+json with a stable code, and only accepted events stored ingest: wrong and broken content encodings',
-  'fuzzing: no 5xx, problem+json with a stable code, and only accepted events stored the database holds exactly the accepted events',
-  'security review (OWASP API Security Top 10, 2023) API8 injection: SQL through every query parameter /api/v1/events: every parameter treats SQL as data (200 with no foreign rows, or 400)',
-  'security review (OWASP API Security Top 10, 2023) API8 injection: SQL through every query parameter /api/v1/rollups: every parameter treats SQL as data (200 with no foreign rows, or 400)',
+  'fuzzing: no 5xx, problem+json with a stable code, and only accepted events stored ',
+  'security review (OWASP API Security Top 10, 2023) API8 injection: SQL through every query parameter ',
   'security review (OWASP API Security Top 10, 2023) API8 security misconfiguration errors leak no stack trace, SQL or internals',
-  // Dates and spans that are well-formed text but not valid values: calendar and span rules
-  // (no 30 February, from before to, at most 366 days, range or dates) are beyond a schema.
-  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query from="2026-02-30" is invalid_timestamp',
-  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query from="2026-11-21T10:00:00" is invalid_timestamp',
-  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query from="yesterday" is invalid_timestamp',
-  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query refuses from after to',
-  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query to="-5" is invalid_timestamp',
-  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query to="2026-11-21T25:00:00Z" is invalid_timestamp',
-  'GET /api/v1/events (decisions §5) query validation: 400 invalid_query to="99999999999999999" is invalid_timestamp',
-  'rollups (decisions §6, §7) query validation: 400 invalid_query a span over 366 days is refused; exactly 366 is accepted',
-  'rollups (decisions §6, §7) query validation: 400 invalid_query fromDate after toDate is refused, including a future fromDate with the default toDate',
-  'rollups (decisions §6, §7) query validation: 400 invalid_query fromDate=2025-02-29 is invalid_date',
-  'rollups (decisions §6, §7) query validation: 400 invalid_query fromDate=2026-02-30 is invalid_date',
-  'rollups (decisions §6, §7) query validation: 400 invalid_query fromDate=2026-13-01 is invalid_date',
-  'rollups (decisions §6, §7) query validation: 400 invalid_query range together with fromDate or toDate is a conflict',
-  'rollups (decisions §6, §7) query validation: 400 invalid_query range="0d" is refused',
-  'rollups (decisions §6, §7) query validation: 400 invalid_query range="367d" is refused',
-  'rollups (decisions §6, §7) query validation: 400 invalid_query toDate=0999-01-01 is invalid_date',
-  'rollups (decisions §6, §7) query validation: 400 invalid_query toDate=2026-04-31 is invalid_date',
-  'security review (OWASP API Security Top 10, 2023) API4 unrestricted resource consumption rollups: a span of 367 days is 400 invalid_query',
-  'security review (OWASP API Security Top 10, 2023) API4 unrestricted resource consumption rollups: fromDate far in the past is 400 invalid_query',
-  'security review (OWASP API Security Top 10, 2023) API4 unrestricted resource consumption rollups: range=367d is 400 invalid_query',
-  // 1e400 is valid JSON text, parsed as Infinity: a schema cannot tell it from a number.
-  'POST /api/ingest (decisions §4) per-event errors: the event is rejected, the rest is stored invalid_value for a number too large to be finite',
-]);
+  'POST /api/ingest 400: envelope errors store nothing invalid_json for a body that is not UTF-8',
+  'POST /api/ingest per-event errors: the event is rejected, the rest is stored invalid_value for a number too large to be finite',
+  'hardening request headers and caching two Authorization headers get 400 invalid_header',
+  // Calendar, range and span rules.
+  'GET /api/v1/events query validation: 400 invalid_query ',
+  'rollups query validation: 400 invalid_query ',
+  'hardening instants moved out of range by their offset ',
+  'security review (OWASP API Security Top 10, 2023) API4 unrestricted resource consumption rollups: ',
+];
+
+function exempt(testName: string): boolean {
+  return EXEMPT_TESTS.some((name) => testName === name || testName.startsWith(name));
+}
 
 const document = JSON.parse(
   fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'openapi.json'), 'utf8'),
@@ -140,7 +127,7 @@ writeProto.write = function (this: SentTest, data: unknown, enc?: unknown) {
 };
 proto.assert = function (this: SentTest, err: unknown, res: Response, fn: unknown) {
   let problem: Error | null = null;
-  if (res && !EXEMPT_TESTS.has(expect.getState().currentTestName ?? '')) {
+  if (res && !exempt(expect.getState().currentTestName ?? '')) {
     const found = disagreement(this, res);
     if (found) problem = new Error(`Request contract: ${found}`);
   }

@@ -1,6 +1,7 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
+import { NO_CONTROL_CHARACTERS_PATTERN } from '@app/common/control-characters';
 import { HasNoControlCharacters } from './query-validators';
 
 export const TEST_MODES = ['false', 'true', 'all'] as const;
@@ -20,7 +21,7 @@ export const AppIdParam = () =>
 /** `eventName`: an exact name, at most 200 characters, no control characters. */
 export const EventNameParam = () =>
   applyDecorators(
-    ApiPropertyOptional({ maxLength: 200 }),
+    ApiPropertyOptional({ maxLength: 200, pattern: NO_CONTROL_CHARACTERS_PATTERN }),
     IsOptional(),
     IsString(),
     MaxLength(200),
