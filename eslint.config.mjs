@@ -57,7 +57,18 @@ function boundaryRules(folder) {
 }
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'packages/*/dist/**', 'packages/client/src/generated/**', 'node_modules/**', 'coverage/**', '.data/**', 'bench/results/**', 'bench/.cache/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'packages/*/dist/**',
+      'packages/client/src/generated/**',
+      'node_modules/**',
+      'coverage/**',
+      '.data/**',
+      'bench/results/**',
+      'bench/.cache/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   prettier,
@@ -73,6 +84,7 @@ export default tseslint.config(
         clearInterval: 'readonly',
         setImmediate: 'readonly',
         URL: 'readonly',
+        Response: 'readonly',
         __dirname: 'readonly',
         module: 'writable',
         require: 'readonly',

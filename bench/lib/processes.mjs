@@ -143,6 +143,8 @@ export async function startServer({ dist, databaseUrl, env = {}, nodeArgs = [] }
       INGEST_RATE_REQUESTS: '10000000',
       INGEST_RATE_EVENTS: '1000000000',
       READ_RATE_REQUESTS: '10000000',
+      READ_MAX_CONCURRENT_PER_KEY: '10000',
+      READ_TIME_MS_PER_SECOND: '1000000',
       AUTH_FAILURE_LIMIT: '10000000',
       ...env,
     },

@@ -211,9 +211,10 @@ export class TallyClient {
     let id = event.eventId;
     let json: string;
     if (id === undefined && event.eventTime === undefined) {
-      id = uuidv7(this.o.now());
+      const now = this.o.now();
+      id = uuidv7(now);
       const rest = JSON.stringify(event);
-      json = `{"eventId":"${id}","eventTime":${this.o.now()}${rest.length > 2 ? ',' : ''}${rest.slice(1)}`;
+      json = `{"eventId":"${id}","eventTime":${now}${rest.length > 2 ? ',' : ''}${rest.slice(1)}`;
     } else {
       id ??= uuidv7(this.o.now());
       json = JSON.stringify({ ...event, eventId: id, eventTime: event.eventTime ?? this.o.now() });
@@ -465,7 +466,11 @@ export class TallyClient {
       'content-type': 'application/json',
     };
     let payload: string | Uint8Array = body;
-    if (body.length > this.o.gzipAboveBytes || utf8Length(body) > this.o.gzipAboveBytes) {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: most bodies are sized without a scan.
+    const over =
+      body.length > this.o.gzipAboveBytes ||
+      (body.length * 3 > this.o.gzipAboveBytes && utf8Length(body) > this.o.gzipAboveBytes);
+    if (over) {
       payload = await gzip(body);
       headers['content-encoding'] = 'gzip';
     }

@@ -1,5 +1,11 @@
-/** UTF-8 size of a string, without encoding it. */
+const nodeBuffer = (globalThis as { Buffer?: { byteLength(s: string, encoding: 'utf8'): number } }).Buffer;
+
+/** UTF-8 size of a string, without encoding it (Node's native count where there is one). */
 export function utf8Length(s: string): number {
+  return nodeBuffer ? nodeBuffer.byteLength(s, 'utf8') : countUtf8(s);
+}
+
+export function countUtf8(s: string): number {
   let n = s.length;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);

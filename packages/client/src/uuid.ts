@@ -17,17 +17,25 @@ function random10(): number {
   return at;
 }
 
+let prefixMs = -1;
+let prefix = '';
+
+/** `tttttttt-tttt-7`: 48 bits of time as 12 hex digits and the version, made once per millisecond. */
+function timePrefix(ms: number): string {
+  if (ms !== prefixMs) {
+    const t = Math.floor(ms).toString(16).padStart(12, '0').slice(-12);
+    prefix = `${t.slice(0, 8)}-${t.slice(8, 12)}-7`;
+    prefixMs = ms;
+  }
+  return prefix;
+}
+
 /** A new UUIDv7 for the time `ms` (epoch milliseconds). */
 export function uuidv7(ms: number = Date.now()): string {
   const r = random10();
   const p = pool;
-  // 48 bits of time as 12 hex digits.
-  const t = Math.floor(ms).toString(16).padStart(12, '0').slice(-12);
   return (
-    t.slice(0, 8) +
-    '-' +
-    t.slice(8, 12) +
-    '-7' +
+    timePrefix(ms) +
     HEX[p[r]].slice(1) +
     HEX[p[r + 1]] +
     '-' +
