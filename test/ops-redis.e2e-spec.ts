@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
 import request from 'supertest';
@@ -81,9 +82,13 @@ describe('Redis rate-limit store', () => {
     expect(await admin.get(`${prefix}rl:untouched`)).toBe('2');
   });
 
-  it('keeps counting in memory when Redis is unreachable, and its ping fails', async () => {
+  it('keeps counting in memory when Redis is unreachable, warns, and its ping fails', async () => {
+    // The store's warning goes to the test's own spy rather than into the test output.
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const s = await store(UNREACHABLE_REDIS_URL);
     expect((await s.hit('offline', 1, 60_000)).count).toBe(1);
+    expect(warn).toHaveBeenCalledWith(expect.stringContaining('Redis unavailable, counting in memory'));
+    warn.mockRestore();
     expect((await s.hit('offline', 1, 60_000)).count).toBe(2);
     expect((await s.peek('offline')).count).toBe(2);
     expect(await admin.exists(`${prefix}rl:offline`)).toBe(0);
