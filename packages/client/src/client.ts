@@ -210,16 +210,22 @@ export class TallyClient {
     }
     let id = event.eventId;
     let json: string;
+    let bytes: number;
     if (id === undefined && event.eventTime === undefined) {
       const now = this.o.now();
       id = uuidv7(now);
       const rest = JSON.stringify(event);
-      json = `{"eventId":"${id}","eventTime":${now}${rest.length > 2 ? ',' : ''}${rest.slice(1)}`;
+      const head = `{"eventId":"${id}","eventTime":${now}${rest.length > 2 ? ',' : ''}`;
+      json = head + rest.slice(1);
+      // The head is ASCII: sizing the parts apart leaves the joined string to be flattened once,
+      // when the batch body is built.
+      bytes = head.length + utf8Length(rest) - 1;
     } else {
       id ??= uuidv7(this.o.now());
       json = JSON.stringify({ ...event, eventId: id, eventTime: event.eventTime ?? this.o.now() });
+      bytes = utf8Length(json);
     }
-    return { id, json, bytes: utf8Length(json), attempts: 0, seq: ++this.seq };
+    return { id, json, bytes, attempts: 0, seq: ++this.seq };
   }
 
   private enqueue(entry: Entry): void {
@@ -237,8 +243,25 @@ export class TallyClient {
         new TallyError({ status: 0, code: 'queue_full', detail: `Queue full: event ${old.id} dropped` }),
       );
     }
-    this.pump();
+    this.schedulePump();
   }
+
+  /**
+   * Batches are taken and sent at the end of the current turn, not inside track(): a caller that
+   * tracks in a loop pays for its events only, and the batch is the same, since no request can
+   * progress before the loop yields anyway.
+   */
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    queueMicrotask(this.scheduledPump);
+  }
+
+  private pumpScheduled = false;
+  private readonly scheduledPump = (): void => {
+    this.pumpScheduled = false;
+    this.pump();
+  };
 
   /** Resolves when every event tracked so far has been answered (stored, duplicate or rejected). */
   async flush(): Promise<void> {

@@ -56,6 +56,28 @@ describe('TallyClient', () => {
     expect(b).not.toBe(a);
   });
 
+  it('sends full batches once the tracking turn ends, with each event as it was at track()', async () => {
+    const { client, server } = setup([], { flushAt: 2 });
+    const payload = { step: 1 };
+    const event = { eventName: 'A.b', payload };
+    const ids = [client.track(event)];
+    payload.step = 2;
+    event.eventName = 'A.c';
+    ids.push(client.track(event), client.track({ eventName: 'A.d' }));
+    // A synchronous loop of track() calls only queues; the batches leave at the end of the turn.
+    expect(server.requests).toBe(0);
+    expect(client.stats()).toMatchObject({ queued: 3, inFlight: 0 });
+    await Promise.resolve();
+    expect(server.requests).toBe(1);
+    await client.flush();
+    expect(server.requests).toBe(2);
+    expect(ids.map((id) => server.received.get(id))).toEqual([
+      { eventName: 'A.b', step: 1 },
+      { eventName: 'A.c', step: 2 },
+      { eventName: 'A.d', step: undefined },
+    ]);
+  });
+
   it('honours Retry-After in seconds and as an HTTP date, and sets sentAt per attempt', async () => {
     const { client, server, sleeps } = setup(['429', '429-date', '503']);
     client.track({ eventName: 'A.b' });

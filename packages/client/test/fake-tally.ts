@@ -5,6 +5,7 @@ export type Reply = 'ok' | '429' | '429-date' | '503' | '500' | '413' | 'reset' 
 interface SentEvent {
   eventId: string;
   eventName: string;
+  payload?: { step?: unknown };
 }
 
 /**
@@ -16,6 +17,8 @@ export class FakeTally {
   /** How many requests carried each eventId. */
   readonly sends = new Map<string, number>();
   readonly sentAts: number[] = [];
+  /** The name and `payload.step` of each eventId as last sent. */
+  readonly received = new Map<string, { eventName: string; step: unknown }>();
   requests = 0;
   private at = 0;
 
@@ -30,7 +33,10 @@ export class FakeTally {
     const text = typeof raw === 'string' ? raw : gunzipSync(Buffer.from(raw as Uint8Array)).toString('utf8');
     const body = JSON.parse(text) as { sentAt: number; events: SentEvent[] };
     this.sentAts.push(body.sentAt);
-    for (const e of body.events) this.sends.set(e.eventId, (this.sends.get(e.eventId) ?? 0) + 1);
+    for (const e of body.events) {
+      this.sends.set(e.eventId, (this.sends.get(e.eventId) ?? 0) + 1);
+      this.received.set(e.eventId, { eventName: e.eventName, step: e.payload?.step });
+    }
     const reply = this.script[this.at++] ?? 'ok';
     const problem = (status: number, code: string, headers: Record<string, string> = {}, extra = {}) =>
       new Response(JSON.stringify({ status, code, detail: code, requestId: 'r', ...extra }), {
