@@ -240,12 +240,28 @@ async function initialise(pgdata) {
   }
 }
 
+/**
+ * glibc malloc settings for the server processes (read from the environment at start). By
+ * default a backend hands freed heap back to the kernel whenever more than 128 KB is free at its
+ * top, so every large ingest statement grows the heap again and pays a page fault per 4 KB page
+ * it touches; on a virtual machine those faults were about a sixth of PostgreSQL's CPU per
+ * ingested event (docs/performance.md). Keeping up to 64 MB of freed heap per backend, and
+ * growing it 8 MB at a time, removes that churn; allocations of 32 MB and more still come from
+ * mmap and go back at once.
+ */
+const MALLOC_SETTINGS = {
+  MALLOC_TRIM_THRESHOLD_: String(64 * 1024 * 1024),
+  MALLOC_TOP_PAD_: String(8 * 1024 * 1024),
+  MALLOC_MMAP_THRESHOLD_: String(32 * 1024 * 1024),
+};
+
 async function pgCtl(args) {
   const { pg_ctl } = await binaries();
   const ids = postgresIds();
   await new Promise((resolve, reject) => {
     const child = spawn(pg_ctl, args, {
       ...ids,
+      env: { ...process.env, ...MALLOC_SETTINGS },
       cwd: '/',
       stdio: ['ignore', 'ignore', 'pipe'],
       detached: true,
