@@ -98,6 +98,18 @@ describe('embedded PostgreSQL shared by the server and the CLI', () => {
     const key = await cli('keys', 'create-api', '--app', app.id, '--scope', 'events:read', '--json');
     // The CLI left, but the server still holds the cluster.
     expect(postmasterAlive(dir)).toBe(true);
+    if (process.platform === 'linux') {
+      // The cluster runs with the malloc settings that keep its backends' freed heap.
+      const pid = readFileSync(path.join(dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0];
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      expect(environ).toEqual(
+        expect.arrayContaining([
+          'MALLOC_TRIM_THRESHOLD_=67108864',
+          'MALLOC_TOP_PAD_=8388608',
+          'MALLOC_MMAP_THRESHOLD_=33554432',
+        ]),
+      );
+    }
     let res = await fetch(`${first.url}/api/v1/events?appId=${app.id}`, {
       headers: { Authorization: `Bearer ${key.key}` },
     });

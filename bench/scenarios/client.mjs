@@ -84,7 +84,7 @@ function trackCostInOwnProcess(n) {
  */
 export async function clientScenario({ baseUrl, ingestKey, ingestEventsPerSec, quick, log }) {
   const { TallyClient } = await loadClient();
-  const trackNsPerEvent = await trackCostInOwnProcess(quick ? 50_000 : 300_000);
+  const trackNsPerEvent = trackCostInOwnProcess(quick ? 50_000 : 300_000);
   log(`client: track() ${trackNsPerEvent.toFixed(0)} ns per event`);
 
   const n = quick ? 20_000 : 200_000;

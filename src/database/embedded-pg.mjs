@@ -259,9 +259,10 @@ async function pgCtl(args) {
   const { pg_ctl } = await binaries();
   const ids = postgresIds();
   await new Promise((resolve, reject) => {
-    const child = spawn(pg_ctl, args, {
+    // env(1) adds the malloc settings to the environment pg_ctl inherits, and so the postmaster.
+    const settings = Object.entries(MALLOC_SETTINGS).map(([name, value]) => `${name}=${value}`);
+    const child = spawn('/usr/bin/env', [...settings, pg_ctl, ...args], {
       ...ids,
-      env: { ...process.env, ...MALLOC_SETTINGS },
       cwd: '/',
       stdio: ['ignore', 'ignore', 'pipe'],
       detached: true,

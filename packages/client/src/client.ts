@@ -132,6 +132,7 @@ export class TallyClient {
   private waiters: FlushWaiter[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
   private flushing = 0;
+  private pumpScheduled = false;
   private closed = false;
   private pausedUntil = 0;
   /** Limits learned from a 413. */
@@ -257,7 +258,6 @@ export class TallyClient {
     queueMicrotask(this.scheduledPump);
   }
 
-  private pumpScheduled = false;
   private readonly scheduledPump = (): void => {
     this.pumpScheduled = false;
     this.pump();
