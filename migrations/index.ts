@@ -2,6 +2,7 @@ import { InitialSchema1763780000000 } from './1763780000000-initial-schema';
 import { RollupFinalisationIndex1763790000000 } from './1763790000000-rollup-finalisation-index';
 import { DedupBytewiseIds1763800000000 } from './1763800000000-dedup-bytewise-ids';
 import { EventsTestModeIndex1763810000000 } from './1763810000000-events-test-mode-index';
+import { EventsBloomExtension1763820000000 } from './1763820000000-events-bloom-extension';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -10,4 +11,5 @@ export const MIGRATIONS = [
   RollupFinalisationIndex1763790000000,
   DedupBytewiseIds1763800000000,
   EventsTestModeIndex1763810000000,
+  EventsBloomExtension1763820000000,
 ];

@@ -8,7 +8,8 @@ import { PartitionRepository } from './partition.repository';
  * Keeps the daily partitions of `events` ready: every day an accepted event can land in
  * (from the oldest allowed event time to a clamped future one, plus PARTITIONS_AHEAD_DAYS)
  * exists before an insert needs it. Drops partitions past EVENT_RETENTION_DAYS (rollups stay)
- * and indexes the filters of ended days.
+ * and indexes the user and session filters: with a bloom index on the days ingest still
+ * writes, with B-trees once a day has ended.
  */
 @Injectable()
 export class PartitionMaintenanceService implements OnApplicationBootstrap {
@@ -22,6 +23,11 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap {
   async onApplicationBootstrap(): Promise<void> {
     // Before the first request: an insert must never find its partition missing.
     await this.ensurePartitions(Date.now());
+    if (!(await this.partitions.bloomAvailable())) {
+      this.logger.warn(
+        'the bloom extension is not installed: sessionId and anonymousUserId reads of the current day scan the day (docs/operations.md)',
+      );
+    }
   }
 
   @Interval('partition-maintenance', HOUR_MS)
@@ -36,34 +42,40 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap {
   async run(now: number): Promise<{ created: number; dropped: string[]; indexed: string[] }> {
     const created = await this.ensurePartitions(now);
     const dropped = await this.dropExpired(now);
-    const indexed = await this.indexEndedDays(now);
+    const indexed = await this.indexFilters(now);
     return { created, dropped, indexed };
   }
 
   /**
-   * The anonymousUserId and sessionId filters get their indexes only on days that have ended.
-   * Two more indexes on the partition being written would roughly halve the ingest rate; an
-   * ended day takes only late events, so indexing it costs ingest almost nothing, and a filtered
-   * read scans at most the current day without an index.
+   * The anonymousUserId and sessionId filters get B-trees only on days that have ended. Two
+   * random-key B-trees on the partition being written would cost about what the rest of an
+   * event's insert costs; an ended day takes only late events, so its B-trees cost ingest almost
+   * nothing. The days ingest still writes get one bloom index instead, where the extension is
+   * installed (new partitions are created with it; this adds it to older ones).
    */
-  async indexEndedDays(now: number): Promise<string[]> {
+  async indexFilters(now: number): Promise<string[]> {
     const today = utcDateString(now);
+    const bloom = await this.partitions.bloomAvailable();
     const built: string[] = [];
     for (const p of await this.partitions.list()) {
       if (p.day < today) built.push(...(await this.partitions.indexFilters(p.name)));
+      else if (bloom) built.push(...(await this.partitions.indexLookups(p.name)));
     }
     return built;
   }
 
   async ensurePartitions(now: number): Promise<number> {
     const existing = new Set((await this.partitions.list()).map((p) => p.day));
+    const today = utcDateString(now);
+    const bloom = await this.partitions.bloomAvailable();
     // One extra day behind covers a client clock skew correction at the window's edge.
     const first = utcDayStart(now - (this.config.ingestMaxEventAgeDays + 1) * DAY_MS);
     const last = utcDayStart(now + this.config.partitionsAheadDays * DAY_MS);
     let created = 0;
     for (let t = first; t <= last; t += DAY_MS) {
-      if (existing.has(utcDateString(t))) continue;
-      await this.partitions.create(new Date(t));
+      const day = utcDateString(t);
+      if (existing.has(day)) continue;
+      await this.partitions.create(new Date(t), { lookups: bloom && day >= today });
       created++;
     }
     return created;
