@@ -20,6 +20,7 @@ async function validIndexes(db: DataSource, table: string): Promise<string[]> {
 
 describe('user and session lookups on the days ingest writes', () => {
   const t = useTestApp({ INGEST_MAX_EVENT_AGE_DAYS: '7', PARTITIONS_AHEAD_DAYS: '3' });
+  beforeAll(() => t.app.get(PartitionMaintenanceService).pendingLookups);
 
   it('creates today and the days ahead with a bloom index, and ended days without one', async () => {
     const now = Date.now();
@@ -87,6 +88,39 @@ describe('user and session lookups on the days ingest writes', () => {
     expect(built).toEqual([`${ahead}_bloom`]);
     expect(await validIndexes(t.db, ahead)).toContain(`${ahead}_bloom`);
     expect(await repo.indexLookups(ahead)).toEqual([]);
+  });
+
+  it('adds a missing bloom index to the current day when an instance starts', async () => {
+    const today = partition(Date.now());
+    await t.db.query(`DROP INDEX ${today}_bloom`);
+    const other = await startTestApp({ INGEST_MAX_EVENT_AGE_DAYS: '7', PARTITIONS_AHEAD_DAYS: '3' });
+    try {
+      expect(await other.app.get(PartitionMaintenanceService).pendingLookups).toEqual([`${today}_bloom`]);
+      expect(await validIndexes(t.db, today)).toContain(`${today}_bloom`);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('leaves index upkeep to the instance that is already doing it', async () => {
+    const repo = t.app.get(PartitionRepository);
+    const ahead = partition(Date.now() + 3 * DAY);
+    const other = await startTestApp({ INGEST_MAX_EVENT_AGE_DAYS: '7', PARTITIONS_AHEAD_DAYS: '3' });
+    try {
+      await other.app.get(PartitionMaintenanceService).pendingLookups;
+      await t.db.query(`DROP INDEX ${ahead}_bloom`);
+      // While this instance holds the lock, the other's pass does nothing.
+      const skipped = await repo.withIndexLock(() =>
+        other.app.get(PartitionMaintenanceService).indexFilters(Date.now()),
+      );
+      expect(skipped).toEqual([]);
+      expect(await validIndexes(t.db, ahead)).not.toContain(`${ahead}_bloom`);
+      expect(await other.app.get(PartitionMaintenanceService).indexFilters(Date.now())).toEqual([
+        `${ahead}_bloom`,
+      ]);
+    } finally {
+      await other.close();
+    }
   });
 });
 

@@ -1,5 +1,5 @@
 import { DAY_MS, HOUR_MS, utcDateString, utcDayStart } from '@app/common/time';
-import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { PartitionRepository } from './partition.repository';
@@ -12,7 +12,7 @@ import { PartitionRepository } from './partition.repository';
  * writes, with B-trees once a day has ended.
  */
 @Injectable()
-export class PartitionMaintenanceService implements OnApplicationBootstrap {
+export class PartitionMaintenanceService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly logger = new Logger(PartitionMaintenanceService.name);
 
   constructor(
@@ -27,7 +27,22 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap {
       this.logger.warn(
         'the bloom extension is not installed: sessionId and anonymousUserId reads of the current day scan the day (docs/operations.md)',
       );
+      return;
     }
+    // A current partition made before its bloom index existed (an upgrade, a restored dump)
+    // gets it now rather than at the next hourly run. In the background: on a large day the
+    // build takes seconds, and it need not hold up the first request.
+    this.pendingLookups = this.indexCurrentDays(Date.now()).catch((err: Error) => {
+      this.logger.error(`building the current days' lookup indexes failed: ${err.message}`);
+      return [];
+    });
+  }
+
+  /** The start-up pass over the current days' lookup indexes, while it runs (for shutdown and tests). */
+  pendingLookups: Promise<string[]> = Promise.resolve([]);
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.pendingLookups;
   }
 
   @Interval('partition-maintenance', HOUR_MS)
@@ -56,12 +71,29 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap {
   async indexFilters(now: number): Promise<string[]> {
     const today = utcDateString(now);
     const bloom = await this.partitions.bloomAvailable();
-    const built: string[] = [];
-    for (const p of await this.partitions.list()) {
-      if (p.day < today) built.push(...(await this.partitions.indexFilters(p.name)));
-      else if (bloom) built.push(...(await this.partitions.indexLookups(p.name)));
-    }
-    return built;
+    // null: another instance is doing the same upkeep right now.
+    const built = await this.partitions.withIndexLock(async () => {
+      const names: string[] = [];
+      for (const p of await this.partitions.list()) {
+        if (p.day < today) names.push(...(await this.partitions.indexFilters(p.name)));
+        else if (bloom) names.push(...(await this.partitions.indexLookups(p.name)));
+      }
+      return names;
+    });
+    return built ?? [];
+  }
+
+  /** Adds the bloom index to the partitions of today and the days ahead that lack it. */
+  async indexCurrentDays(now: number): Promise<string[]> {
+    const today = utcDateString(now);
+    const built = await this.partitions.withIndexLock(async () => {
+      const names: string[] = [];
+      for (const p of await this.partitions.list()) {
+        if (p.day >= today) names.push(...(await this.partitions.indexLookups(p.name)));
+      }
+      return names;
+    });
+    return built ?? [];
   }
 
   async ensurePartitions(now: number): Promise<number> {

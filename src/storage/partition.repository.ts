@@ -36,6 +36,9 @@ async function ignoreCreateRace(create: () => Promise<unknown>): Promise<void> {
   }
 }
 
+// An arbitrary constant that names the index upkeep lock among advisory locks.
+const INDEX_LOCK_ID = 7_310_002;
+
 /** DDL for the daily partitions of `events`. Partition bounds are UTC days. */
 @Injectable()
 export class PartitionRepository {
@@ -82,6 +85,31 @@ export class PartitionRepository {
       await ignoreCreateRace(() =>
         this.db.query(`CREATE INDEX IF NOT EXISTS ${name}_bloom ON ${name} ${BLOOM}`),
       );
+    }
+  }
+
+  /**
+   * Runs `fn` while this instance holds the index upkeep lock, or returns null at once when
+   * another instance holds it. Instances run the same upkeep on the same schedule; without the
+   * lock, one could drop as invalid an index that another is still building. Waiting for the
+   * lock instead would deadlock: CREATE INDEX CONCURRENTLY waits for every running statement,
+   * the wait for the lock included.
+   */
+  async withIndexLock<T>(fn: () => Promise<T>): Promise<T | null> {
+    const runner = this.db.createQueryRunner();
+    await runner.connect();
+    try {
+      const [{ locked }] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [
+        INDEX_LOCK_ID,
+      ])) as { locked: boolean }[];
+      if (!locked) return null;
+      try {
+        return await fn();
+      } finally {
+        await runner.query('SELECT pg_advisory_unlock($1)', [INDEX_LOCK_ID]);
+      }
+    } finally {
+      await runner.release();
     }
   }
 
