@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import { DAY_MS as DAY, utcDateString as dayOf } from '@app/common/time';
 import { PartitionMaintenanceService } from '@app/storage/partition-maintenance.service';
 import { PartitionRepository } from '@app/storage/partition.repository';
+import { RollupsService } from '@app/rollups/rollups.service';
 import { bearer, makeTenant } from './factories';
 import { startTestApp, testDatabaseUrl, useTestApp } from './support/test-app';
 
@@ -100,6 +101,11 @@ describe('user and session lookups on the days ingest writes', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('runs index upkeep and the rollup computation under different locks', async () => {
+    const run = await t.app.get(PartitionRepository).withIndexLock(() => t.app.get(RollupsService).run());
+    expect(run).toMatchObject({ status: 'computed' });
   });
 
   it('leaves index upkeep to the instance that is already doing it', async () => {

@@ -69,27 +69,26 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap, OnAp
    * installed (new partitions are created with it; this adds it to older ones).
    */
   async indexFilters(now: number): Promise<string[]> {
+    return this.indexDays(now, { endedDays: true });
+  }
+
+  /** Adds the bloom index to the partitions of today and the days ahead that lack it. */
+  async indexCurrentDays(now: number): Promise<string[]> {
+    return this.indexDays(now, { endedDays: false });
+  }
+
+  private async indexDays(now: number, { endedDays }: { endedDays: boolean }): Promise<string[]> {
     const today = utcDateString(now);
     const bloom = await this.partitions.bloomAvailable();
     // null: another instance is doing the same upkeep right now.
     const built = await this.partitions.withIndexLock(async () => {
       const names: string[] = [];
       for (const p of await this.partitions.list()) {
-        if (p.day < today) names.push(...(await this.partitions.indexFilters(p.name)));
-        else if (bloom) names.push(...(await this.partitions.indexLookups(p.name)));
-      }
-      return names;
-    });
-    return built ?? [];
-  }
-
-  /** Adds the bloom index to the partitions of today and the days ahead that lack it. */
-  async indexCurrentDays(now: number): Promise<string[]> {
-    const today = utcDateString(now);
-    const built = await this.partitions.withIndexLock(async () => {
-      const names: string[] = [];
-      for (const p of await this.partitions.list()) {
-        if (p.day >= today) names.push(...(await this.partitions.indexLookups(p.name)));
+        if (p.day < today) {
+          if (endedDays) names.push(...(await this.partitions.indexFilters(p.name)));
+        } else if (bloom) {
+          names.push(...(await this.partitions.indexLookups(p.name)));
+        }
       }
       return names;
     });

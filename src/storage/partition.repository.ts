@@ -36,8 +36,9 @@ async function ignoreCreateRace(create: () => Promise<unknown>): Promise<void> {
   }
 }
 
-// An arbitrary constant that names the index upkeep lock among advisory locks.
-const INDEX_LOCK_ID = 7_310_002;
+// An arbitrary constant that names the index upkeep lock among advisory locks (the migration
+// lock is 7_310_001, the rollup computation lock 7_310_002).
+const INDEX_LOCK_ID = 7_310_003;
 
 /** DDL for the daily partitions of `events`. Partition bounds are UTC days. */
 @Injectable()
