@@ -1,7 +1,8 @@
 import { DataSource } from 'typeorm';
 
-// An arbitrary constant that names the migration lock among advisory locks.
-const MIGRATION_LOCK_ID = 7_310_001;
+import { ADVISORY_LOCKS } from './advisory-locks';
+
+const MIGRATION_LOCK_ID = ADVISORY_LOCKS.migrations;
 
 /**
  * Applies pending migrations under a session-level advisory lock, so that several instances

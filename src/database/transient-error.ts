@@ -21,7 +21,8 @@ const TRANSIENT_MESSAGES = [
   'no partition of relation',
 ];
 
-function sqlState(err: unknown): string | undefined {
+/** The SQLSTATE (or Node error code) of a database error, if it has one. */
+export function sqlState(err: unknown): string | undefined {
   const e = err as { code?: unknown; driverError?: { code?: unknown } };
   const code = e?.driverError?.code ?? e?.code;
   return typeof code === 'string' ? code : undefined;

@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
+import { ADVISORY_LOCKS } from '@app/database/advisory-locks';
+import { sqlState } from '@app/database/transient-error';
 
-// Names the rollup computation among advisory locks (the migration lock is 7_310_001).
-export const ROLLUP_LOCK_ID = 7_310_002;
+export const ROLLUP_LOCK_ID = ADVISORY_LOCKS.rollups;
 // SQLSTATE of a lock wait that ran past lock_timeout.
 const LOCK_NOT_AVAILABLE = '55P03';
 
@@ -74,7 +75,7 @@ export class RollupComputationRepository {
       await runner.query('SELECT pg_advisory_lock($1)', [ROLLUP_LOCK_ID]);
       return true;
     } catch (err) {
-      if ((err as { driverError?: { code?: string } }).driverError?.code === LOCK_NOT_AVAILABLE) return false;
+      if (sqlState(err) === LOCK_NOT_AVAILABLE) return false;
       throw err;
     } finally {
       await runner.query('RESET lock_timeout; RESET statement_timeout');

@@ -2,6 +2,8 @@ import { DAY_MS, utcDateString } from '@app/common/time';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { ADVISORY_LOCKS } from '@app/database/advisory-locks';
+import { sqlState } from '@app/database/transient-error';
 
 const PARTITION_NAME = /^events_p(\d{4})(\d{2})(\d{2})$/;
 
@@ -31,14 +33,12 @@ async function ignoreCreateRace(create: () => Promise<unknown>): Promise<void> {
   try {
     await create();
   } catch (err) {
-    const code = (err as { driverError?: { code?: string } }).driverError?.code;
+    const code = sqlState(err);
     if (code !== '42P07' && code !== '23505') throw err;
   }
 }
 
-// An arbitrary constant that names the index upkeep lock among advisory locks (the migration
-// lock is 7_310_001, the rollup computation lock 7_310_002).
-const INDEX_LOCK_ID = 7_310_003;
+const INDEX_LOCK_ID = ADVISORY_LOCKS.partitionIndexes;
 
 /** DDL for the daily partitions of `events`. Partition bounds are UTC days. */
 @Injectable()

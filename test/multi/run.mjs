@@ -19,7 +19,7 @@ const MAIN = path.join(ROOT, 'dist', 'src', 'main.js');
 const ADMIN_URL = process.env.MULTI_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.MULTI_REDIS_URL ?? 'redis://127.0.0.1:6379';
 // The advisory lock id the rollup computation takes (src/rollups/rollup-computation.repository.ts).
-const ROLLUP_LOCK_ID = 7_310_002;
+const ROLLUP_LOCK_ID = 7_310_002; // ADVISORY_LOCKS.rollups in src/database/advisory-locks.ts
 const RATE_LIMIT = 10;
 const REVOCATION_BOUND_MS = 30_000;
 
