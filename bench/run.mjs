@@ -8,7 +8,8 @@
 // Flags: --quick, --skip-reads (no reads dataset, no rollup figures), --keep-pg (leave the cached
 // cluster running afterwards, for inspection), --profile (write a V8 CPU profile of the ingest
 // server to bench/.cache/profiles/ and list its hottest functions), --cli (only the admin CLI's
-// timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json).
+// timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --pair (two
+// builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -38,6 +39,7 @@ import { readsPhase } from './scenarios/reads.mjs';
 import { validationPhase } from './scenarios/validation.mjs';
 import { budgetOf } from './scenarios/budget.mjs';
 import { robustnessMode } from './scenarios/robustness.mjs';
+import { pairMode } from './scenarios/pair.mjs';
 
 async function main() {
   fs.mkdirSync(CACHE, { recursive: true });
@@ -48,6 +50,15 @@ async function main() {
   const pgVersion = (await admin.query('SHOW server_version')).rows[0].server_version;
   await admin.end();
   log(`PostgreSQL ${pgVersion} in ${cluster.dir}`);
+  if (flags.pair) {
+    try {
+      await pairMode({ dist, cluster });
+    } finally {
+      if (!flags['keep-pg']) await stopCluster(cluster.dir);
+      fs.rmSync(dist, { recursive: true, force: true });
+    }
+    return correctness.every((c) => c.pass) ? 0 : 1;
+  }
   if (flags.robustness)
     return robustnessMode({
       dist,

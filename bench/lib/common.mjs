@@ -21,6 +21,15 @@ export const { values: flags } = parseArgs({
     cli: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
+    // Paired A/B of two builds (bench/scenarios/pair.mjs).
+    pair: { type: 'boolean', default: false },
+    a: { type: 'string' },
+    b: { type: 'string' },
+    rounds: { type: 'string' },
+    'env-a': { type: 'string', multiple: true },
+    'env-b': { type: 'string', multiple: true },
+    'sql-a': { type: 'string', multiple: true },
+    'sql-b': { type: 'string', multiple: true },
   },
 });
 export const QUICK = flags.quick;
