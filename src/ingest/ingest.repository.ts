@@ -1,10 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { BinaryArrayWriter, ElementType, uuidBytes } from '@app/database/binary-arrays';
 import type { AcceptedEvent } from './ingest.types';
-
-const MS = `interval '1 millisecond'`;
-const EPOCH = `'epoch'::timestamptz`;
 
 // One statement does the whole write of one or more batches, so it is one transaction and one
 // round trip. Each input row carries its own app and receive time, because the writer puts the
@@ -17,29 +15,31 @@ const EPOCH = `'epoch'::timestamptz`;
 //  - `stored` inserts the events with no eventId or a freshly claimed one.
 //  - `dirty` marks each (app, UTC day) that received events, for the rollup task.
 //  - The result lists the input positions (1-based) whose eventId was a duplicate.
+// The 18 arrays arrive in PostgreSQL's binary format (see BinaryArrayWriter); the dedup window
+// is a text parameter.
 const INSERT_ROWS = `
 WITH input AS (
   SELECT * FROM unnest(
-    $1::uuid[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[],
-    $8::text[], $9::boolean[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
-    $15::text[], $16::text[], $17::float8[], $18::jsonb[]
-  ) WITH ORDINALITY AS t(app_id, received_ms, event_id, ts_ms, event_time, event_name,
+    $1::uuid[], $2::timestamptz[], $3::text[], $4::timestamptz[], $5::bigint[], $6::text[],
+    $7::text[], $8::text[], $9::boolean[], $10::text[], $11::text[], $12::text[], $13::text[],
+    $14::text[], $15::text[], $16::text[], $17::float8[], $18::jsonb[]
+  ) WITH ORDINALITY AS t(app_id, received_at, event_id, ts, event_time, event_name,
          anonymous_user_id, session_id, is_test_mode, platform, app_version, build_number,
          os_version, device_model, locale, timezone, float_value, payload, n)
 ),
 fresh AS (
   INSERT INTO event_dedup AS d (app_id, event_id, seen_at)
-  SELECT app_id, event_id, ${EPOCH} + received_ms * ${MS}
+  SELECT app_id, event_id, received_at
     FROM input WHERE event_id IS NOT NULL ORDER BY app_id, event_id
   ON CONFLICT (app_id, event_id) DO UPDATE SET seen_at = EXCLUDED.seen_at
-    WHERE d.seen_at < EXCLUDED.seen_at - $19::bigint * ${MS}
+    WHERE d.seen_at < EXCLUDED.seen_at - $19::bigint * interval '1 millisecond'
   RETURNING d.app_id, d.event_id
 ),
 stored AS (
   INSERT INTO events (app_id, ts, received_at, event_time, event_name, event_id, anonymous_user_id,
                       session_id, is_test_mode, platform, app_version, build_number, os_version,
                       device_model, locale, timezone, float_value, payload)
-  SELECT i.app_id, ${EPOCH} + i.ts_ms * ${MS}, ${EPOCH} + i.received_ms * ${MS}, i.event_time,
+  SELECT i.app_id, i.ts, i.received_at, i.event_time,
          i.event_name, i.event_id, i.anonymous_user_id, i.session_id, i.is_test_mode, i.platform,
          i.app_version, i.build_number, i.os_version, i.device_model, i.locale, i.timezone,
          i.float_value, i.payload
@@ -56,36 +56,98 @@ SELECT i.n::int AS n FROM input i
  WHERE i.event_id IS NOT NULL
    AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.app_id = i.app_id AND f.event_id = i.event_id)`;
 
-// node-pg would serialise JS arrays itself, with two regex passes per element. These build the
-// same PostgreSQL array literals with the engine's JSON.stringify: for strings it escapes `"` and
-// `\` exactly as an array literal needs, and its `null` reads as NULL. It also writes control
-// characters and lone surrogates as escapes (`\n`, `\u0001`) that an array literal would read
-// differently, so a column whose JSON holds one is built element by element instead. Numbers are
-// finite (the validator's rule), so JSON prints them in a form PostgreSQL reads back exactly.
-const JSON_ONLY_ESCAPE = /\\[bfnrtu]/;
-const NEEDS_ESCAPE = /["\\]/;
-const ESCAPE = /["\\]/g;
-
-function quote(s: string): string {
-  return '"' + (NEEDS_ESCAPE.test(s) ? s.replace(ESCAPE, '\\$&') : s) + '"';
+/**
+ * The 18 arrays of one statement, column by column, in PostgreSQL's binary format: no escaping,
+ * fixed-size uuids, numbers and timestamps, and one buffer for the whole statement. `batchOf[i]`
+ * is the batch of `events[i]`, whose app and receive time the row carries.
+ */
+function statementArrays(batches: WriteBatch[], events: AcceptedEvent[], batchOf: number[]): Buffer[] {
+  const n = events.length;
+  // About what the JSON of an event takes, so that most statements never regrow the buffer.
+  const w = new BinaryArrayWriter(n * 400);
+  const apps = batches.map((b) => uuidBytes(b.appId));
+  w.begin(ElementType.uuid, n);
+  for (let i = 0; i < n; i++) w.uuid(apps[batchOf[i]]);
+  w.end().begin(ElementType.timestamptz, n);
+  for (let i = 0; i < n; i++) w.timestamptz(batches[batchOf[i]].receivedAt);
+  w.end().begin(ElementType.text, n);
+  for (let i = 0; i < n; i++) w.text(events[i].eventId);
+  w.end().begin(ElementType.timestamptz, n);
+  for (let i = 0; i < n; i++) w.timestamptz(events[i].ts);
+  w.end().begin(ElementType.int8, n);
+  for (let i = 0; i < n; i++) w.int8(events[i].eventTime);
+  w.end().begin(ElementType.text, n);
+  for (let i = 0; i < n; i++) w.text(events[i].eventName);
+  w.end().begin(ElementType.text, n);
+  for (let i = 0; i < n; i++) w.text(events[i].anonymousUserId);
+  w.end().begin(ElementType.text, n);
+  for (let i = 0; i < n; i++) w.text(events[i].sessionId);
+  w.end().begin(ElementType.bool, n);
+  for (let i = 0; i < n; i++) w.bool(events[i].isTestMode);
+  w.end().begin(ElementType.text, n);
+  for (let i = 0; i < n; i++) w.text(events[i].platform);
+  w.end().begin(ElementType.text, n);
+  for (let i = 0; i < n; i++) w.text(events[i].appVersion);
+  w.end().begin(ElementType.text, n);
+  for (let i = 0; i < n; i++) w.text(events[i].buildNumber);
+  w.end().begin(ElementType.text, n);
+  for (let i = 0; i < n; i++) w.text(events[i].osVersion);
+  w.end().begin(ElementType.text, n);
+  for (let i = 0; i < n; i++) w.text(events[i].deviceModel);
+  w.end().begin(ElementType.text, n);
+  for (let i = 0; i < n; i++) w.text(events[i].locale);
+  w.end().begin(ElementType.text, n);
+  for (let i = 0; i < n; i++) w.text(events[i].timezone);
+  w.end().begin(ElementType.float8, n);
+  for (let i = 0; i < n; i++) w.float8(events[i].floatValue);
+  w.end().begin(ElementType.jsonb, n);
+  for (let i = 0; i < n; i++) {
+    const payload = events[i].payload;
+    w.jsonb(payload === null ? null : JSON.stringify(payload));
+  }
+  return w.end().finish();
 }
 
-function arrayLiteral(values: (string | number | boolean | null)[]): string {
-  const json = JSON.stringify(values);
-  if (!JSON_ONLY_ESCAPE.test(json)) return '{' + json.slice(1, -1) + '}';
-  return (
-    '{' +
-    values.map((v) => (v === null ? 'NULL' : typeof v === 'string' ? quote(v) : String(v))).join(',') +
-    '}'
-  );
+/**
+ * Which events of `batches` go to the database, in order. An eventId that several batches of one
+ * app share is sent once, for the first: one statement cannot claim the same dedup record twice.
+ * The later copies are recorded in `duplicates` at once.
+ */
+function selectRows(batches: WriteBatch[], duplicates: number[][]) {
+  const events: AcceptedEvent[] = [];
+  const batchOf: number[] = [];
+  const positionOf: number[] = [];
+  // Only batches of the same app can share an eventId; an app alone in the group needs no set.
+  const perApp = new Map<string, number>();
+  for (const { appId } of batches) perApp.set(appId, (perApp.get(appId) ?? 0) + 1);
+  const claimed = new Map<string, Set<string>>();
+  for (let b = 0; b < batches.length; b++) {
+    const { appId, events: batchEvents } = batches[b];
+    let ids: Set<string> | undefined;
+    if (perApp.get(appId)! > 1) {
+      ids = claimed.get(appId);
+      if (!ids) claimed.set(appId, (ids = new Set()));
+    }
+    for (let position = 0; position < batchEvents.length; position++) {
+      const event = batchEvents[position];
+      if (ids && event.eventId !== null) {
+        if (ids.has(event.eventId)) {
+          duplicates[b].push(position);
+          continue;
+        }
+        ids.add(event.eventId);
+      }
+      events.push(event);
+      batchOf.push(b);
+      positionOf.push(position);
+    }
+  }
+  return { events, batchOf, positionOf };
 }
-
-const column = (rows: Row[], pick: (r: Row) => string | number | boolean | null) =>
-  arrayLiteral(rows.map(pick));
 
 // Prepared once per connection, so PostgreSQL plans this large statement once rather than on
 // every batch. Bump the suffix whenever the statement's text changes.
-const STATEMENT_NAME = 'tally_ingest_rows_v2';
+const STATEMENT_NAME = 'tally_ingest_rows_v3';
 
 interface PgClient {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: { n: number }[] }>;
@@ -100,12 +162,6 @@ export interface WriteBatch {
   events: AcceptedEvent[];
 }
 
-interface Row {
-  appId: string;
-  receivedAt: number;
-  event: AcceptedEvent;
-}
-
 /** Writes accepted events. The only code that touches the events and dedup tables on ingest. */
 @Injectable()
 export class IngestRepository {
@@ -118,59 +174,18 @@ export class IngestRepository {
    * positions in its `events` that were duplicates.
    */
   async insertBatches(batches: WriteBatch[], dedupWindowMs: number): Promise<number[][]> {
-    const rows: Row[] = [];
-    // Where each row came from, and the repeats found before the database saw them.
-    const origin: [batch: number, position: number][] = [];
     const duplicates: number[][] = batches.map(() => []);
-    const claimed = batches.length > 1 ? new Set<string>() : null;
-    batches.forEach((batch, b) => {
-      batch.events.forEach((event, position) => {
-        if (claimed && event.eventId !== null) {
-          // One statement cannot claim the same dedup record twice; the first copy wins.
-          const key = `${batch.appId}/${event.eventId}`;
-          if (claimed.has(key)) {
-            duplicates[b].push(position);
-            return;
-          }
-          claimed.add(key);
-        }
-        rows.push({ appId: batch.appId, receivedAt: batch.receivedAt, event });
-        origin.push([b, position]);
-      });
-    });
-    if (rows.length === 0) return duplicates;
+    const { events, batchOf, positionOf } = selectRows(batches, duplicates);
+    if (events.length === 0) return duplicates;
 
-    const values = [
-      column(rows, (r) => r.appId),
-      column(rows, (r) => r.receivedAt),
-      column(rows, (r) => r.event.eventId),
-      column(rows, (r) => r.event.ts),
-      column(rows, (r) => r.event.eventTime),
-      column(rows, (r) => r.event.eventName),
-      column(rows, (r) => r.event.anonymousUserId),
-      column(rows, (r) => r.event.sessionId),
-      column(rows, (r) => r.event.isTestMode),
-      column(rows, (r) => r.event.platform),
-      column(rows, (r) => r.event.appVersion),
-      column(rows, (r) => r.event.buildNumber),
-      column(rows, (r) => r.event.osVersion),
-      column(rows, (r) => r.event.deviceModel),
-      column(rows, (r) => r.event.locale),
-      column(rows, (r) => r.event.timezone),
-      column(rows, (r) => r.event.floatValue),
-      column(rows, (r) => (r.event.payload === null ? null : JSON.stringify(r.event.payload))),
-      dedupWindowMs,
-    ];
+    const values: unknown[] = [...statementArrays(batches, events, batchOf), dedupWindowMs];
     // The driver's client is used directly for its named (prepared) statements; TypeORM's
     // query() sends unnamed ones only.
     const runner = this.db.createQueryRunner();
     try {
       const client = (await runner.connect()) as PgClient;
       const result = await client.query({ name: STATEMENT_NAME, text: INSERT_ROWS, values });
-      for (const { n } of result.rows) {
-        const [b, position] = origin[n - 1];
-        duplicates[b].push(position);
-      }
+      for (const { n } of result.rows) duplicates[batchOf[n - 1]].push(positionOf[n - 1]);
       return duplicates;
     } finally {
       await runner.release();
