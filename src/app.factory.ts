@@ -9,7 +9,7 @@ import { AppModule, AppOptions } from './app.module';
 import { AppError } from './common/app-error';
 import { ProblemFilter, sendProblem } from './common/problem.filter';
 import { assignRequestId } from './common/request-id';
-import { logIngestRequest } from './common/request-log';
+import { logRequest } from './common/request-log';
 import { setupOpenApi } from './ops/openapi';
 
 const INGEST_PATH = /^\/api\/ingest(\/|\?|$)/;
@@ -48,7 +48,7 @@ export async function createApp(
   app.disable('etag');
   app.use((req: Request, res: Response, next: () => void) => {
     assignRequestId(req, res);
-    if (req.method === 'POST' && INGEST_PATH.test(req.url)) logIngestRequest(req, res);
+    logRequest(req, res);
     // Answers carry tenant data or state that changes: no cache may keep them.
     res.setHeader('Cache-Control', 'no-store');
     if (hasDuplicateAuthorization(req)) {

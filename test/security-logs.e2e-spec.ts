@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import request from 'supertest';
 import { bearer, makeTenant } from './factories';
 import { useTestApp } from './support/test-app';
@@ -78,6 +79,46 @@ describe('keys never reach the logs', () => {
       const secret = key.replace(/^tly_[a-z]+_/, '');
       expect(log).not.toContain(secret.slice(0, 20));
       expect(log).not.toContain(secret.slice(-20));
+    }
+  });
+
+  it('serves and logs requests without entering an async context, so promise hooks stay off', async () => {
+    // One run() of any AsyncLocalStorage turns on Node's promise hooks for the whole process,
+    // after which every promise of every request pays for them.
+    const run = jest.spyOn(AsyncLocalStorage.prototype, 'run');
+    const enterWith = jest.spyOn(AsyncLocalStorage.prototype, 'enterWith');
+    try {
+      const { liveKey, apiKey, appId } = tenant;
+      const start = lines.length;
+      const statuses = [
+        (await request(t.http).get('/healthz')).status,
+        (await request(t.http).get('/api/v1/events').query({ appId }).set(bearer(apiKey))).status,
+        (await request(t.http).get('/api/v1/rollups').query({ appId }).set(bearer(apiKey))).status,
+        (await request(t.http).get('/api/v1/nothing-here').set(bearer(apiKey))).status,
+        (
+          await request(t.http)
+            .post('/api/ingest')
+            .set(bearer(liveKey))
+            .set('Content-Type', 'application/json')
+            .send('{"events":[{"eventName":"Hooks.check"}]}')
+        ).status,
+      ];
+      expect(statuses).toEqual([200, 200, 200, 404, 200]);
+      expect(run).not.toHaveBeenCalled();
+      expect(enterWith).not.toHaveBeenCalled();
+      // Still one request line each, with its id.
+      const logged = lines.slice(start).map((l) => JSON.parse(l) as { req?: { id?: string; url?: string } });
+      expect(logged.map((l) => l.req?.url?.split('?')[0])).toEqual([
+        '/healthz',
+        '/api/v1/events',
+        '/api/v1/rollups',
+        '/api/v1/nothing-here',
+        '/api/ingest',
+      ]);
+      for (const l of logged) expect(l.req?.id).toMatch(/\S/);
+    } finally {
+      run.mockRestore();
+      enterWith.mockRestore();
     }
   });
 

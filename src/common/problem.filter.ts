@@ -43,16 +43,21 @@ function fromHttpException(err: HttpException): AppError {
 }
 
 /** Turns anything thrown into problem+json. Never leaks stack traces or SQL. */
-export function toAppError(err: unknown, logger?: Logger): AppError {
+/**
+ * The AppError `err` stands for. What is not the client's doing is logged, with `requestId` (the
+ * one the problem document carries) so that a report can be matched to its log line.
+ */
+export function toAppError(err: unknown, logger?: Logger, requestId?: string): AppError {
   if (err instanceof AppError) return err;
   if (err instanceof HttpException) return fromHttpException(err);
+  const of = requestId ? ` (request ${requestId})` : '';
   if (isTransientDatabaseError(err)) {
-    logger?.warn(`database unavailable: ${(err as Error).message}`);
+    logger?.warn(`database unavailable${of}: ${(err as Error).message}`);
     return new AppError('service_unavailable', 'The database is unavailable. Retry later.', {
       headers: { 'Retry-After': String(RETRY_AFTER_SECONDS_ON_OUTAGE) },
     });
   }
-  logger?.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+  logger?.error(`unexpected error${of}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   return new AppError('internal_error', 'An unexpected error occurred.');
 }
 
@@ -92,6 +97,7 @@ export class ProblemFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const ctx = host.switchToHttp();
-    sendProblem(ctx.getRequest<Request>(), ctx.getResponse<Response>(), toAppError(exception, this.logger));
+    const req = ctx.getRequest<Request>();
+    sendProblem(req, ctx.getResponse<Response>(), toAppError(exception, this.logger, requestIdOf(req)));
   }
 }

@@ -4,14 +4,12 @@ import { PinoLogger } from 'nestjs-pino';
 type Level = 'error' | 'warn' | 'info';
 
 /**
- * The request line of the ingest route: one JSON line per request, written when the response
- * ends, through the application's root logger (same stream, serializers and redaction as the
- * other routes' lines, which nestjs-pino writes). Ingest is served without nestjs-pino's
- * per-request child logger and async context: a child logger serializes the request's bindings
- * on every request, even when its line is below the log level. Here nothing is built unless the
- * line is written.
+ * The request line of every route: one JSON line per request, written when the response ends,
+ * through the application's root logger (its stream, serializers and redaction; see logger.ts).
+ * Nothing is built unless the line is written, and no per-request logger or async context is
+ * made.
  */
-export function logIngestRequest(req: IncomingMessage, res: ServerResponse): void {
+export function logRequest(req: IncomingMessage, res: ServerResponse): void {
   const started = performance.now();
   const done = () => {
     res.off('finish', done);
