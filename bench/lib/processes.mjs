@@ -43,25 +43,30 @@ export function cpuSecondsOf(pid) {
   return statOf(pid)?.cpuSeconds ?? 0;
 }
 
+/** The postmaster of the cluster in `dataDir` and the processes it started; null when it is not running. */
+export function clusterProcesses(dataDir) {
+  let postmaster;
+  try {
+    postmaster = Number(readFileSync(`${dataDir}/postmaster.pid`, 'utf8').split('\n')[0]);
+  } catch {
+    return null;
+  }
+  const children = [];
+  for (const entry of readdirSync('/proc')) {
+    if (/^\d+$/.test(entry) && statOf(entry)?.ppid === postmaster) children.push(Number(entry));
+  }
+  return { postmaster, children };
+}
+
 /**
  * CPU seconds used so far by a PostgreSQL cluster: the postmaster of `dataDir` and every process
  * it started (backends, WAL writer, checkpointer). A backend that exits takes its count with it,
  * so measure across spans in which the connections stay open.
  */
 export function clusterCpuSeconds(dataDir) {
-  let postmaster;
-  try {
-    postmaster = Number(readFileSync(`${dataDir}/postmaster.pid`, 'utf8').split('\n')[0]);
-  } catch {
-    return NaN;
-  }
-  let total = cpuSecondsOf(postmaster);
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = statOf(entry);
-    if (stat?.ppid === postmaster) total += stat.cpuSeconds;
-  }
-  return total;
+  const cluster = clusterProcesses(dataDir);
+  if (!cluster) return NaN;
+  return [cluster.postmaster, ...cluster.children].reduce((total, pid) => total + cpuSecondsOf(pid), 0);
 }
 
 /** Keeps the last lines of a child's output, to explain a failure. */

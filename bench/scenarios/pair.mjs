@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { batchTemplate } from '../lib/events.mjs';
 import { runLoad } from '../lib/load.mjs';
-import { cpuSecondsOf, startServer } from '../lib/processes.mjs';
+import { clusterProcesses, cpuSecondsOf, startServer } from '../lib/processes.mjs';
 import { connect, countEvents, recreateDatabase, withDatabase } from '../lib/db.mjs';
 import { BENCH, ROOT, flags, log, check, makeTenant, ingestHeaders } from '../lib/common.mjs';
 
@@ -42,21 +42,14 @@ function envOf(list = []) {
 
 /** PIDs of the cluster's backends connected to `database` (from their process titles). */
 function backendsOf(pgDir, database) {
-  const postmaster = Number(fs.readFileSync(path.join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-  const pids = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
+  return (clusterProcesses(pgDir)?.children ?? []).filter((pid) => {
     try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ');
-      if (Number(stat[1]) !== postmaster) continue;
-      const title = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8');
       // "postgres: <user> <database> <host>(<port>) <state>"
-      if (title.split(' ')[2] === database) pids.push(Number(entry));
+      return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split(' ')[2] === database;
     } catch {
-      /* exited */
+      return false; // exited
     }
-  }
-  return pids;
+  });
 }
 
 async function prepareSide(name, { dist, cluster, env, sql }) {
