@@ -13,6 +13,11 @@
 // (repeatable: run in that side's database after its migrations, for a schema lever). With the
 // same build on both sides and no options it measures the method's own spread (an A/A run).
 //
+// Every round starts both servers afresh (and warms them up), in alternating order: two
+// processes of one build can differ by 5–10 % for their whole life (where V8 placed and
+// optimised their code, how their connection pools grouped statements), so rounds on the same
+// two processes share that offset, and only fresh processes each round average it out.
+//
 // Per round and side it reports the server's CPU per accepted event and the CPU of the
 // PostgreSQL backends serving that side's database; the WAL writer and checkpointer are shared
 // and not counted. Results go to bench/results/pair.json.
@@ -26,7 +31,7 @@ import { BENCH, ROOT, flags, log, check, makeTenant, ingestHeaders } from '../li
 
 const CONNECTIONS = 64;
 const BATCH = 100;
-const WARMUP_REQUESTS = 300;
+const WARMUP_REQUESTS = 600;
 const REQUESTS_PER_ROUND = 1500;
 
 /** `KEY=VALUE` strings as an object. */
@@ -56,12 +61,21 @@ async function prepareSide(name, { dist, cluster, env, sql }) {
   const database = `bench_pair_${name}`;
   const url = withDatabase(cluster.url, database);
   await recreateDatabase(cluster.url, database);
-  const server = await startServer({ dist, databaseUrl: url, env });
-  const db = await connect(url);
-  for (const statement of sql) await db.query(statement);
-  const tenant = await makeTenant(dist, url, `pair-${name}`);
-  log(`side ${name}: ${path.relative(ROOT, dist) || dist}, server pid ${server.pid}, database ${database}`);
-  return { name, database, server, db, tenant, pgDir: path.join(cluster.dir, 'pg') };
+  // The first start runs the migrations, before the side's own statements.
+  const side = { name, dist, env, url, database, server: await startServer({ dist, databaseUrl: url, env }) };
+  side.db = await connect(url);
+  for (const statement of sql) await side.db.query(statement);
+  side.tenant = await makeTenant(dist, url, `pair-${name}`);
+  side.pgDir = path.join(cluster.dir, 'pg');
+  log(`side ${name}: ${path.relative(ROOT, dist) || dist}, database ${database}`);
+  return side;
+}
+
+/** Replaces the side's server with a fresh process. */
+async function restart(side) {
+  await side.server?.stop();
+  side.server = undefined;
+  side.server = await startServer({ dist: side.dist, databaseUrl: side.url, env: side.env });
 }
 
 /** Loads one side with `amount` requests; resolves with its CPU and event counts. */
@@ -119,11 +133,10 @@ export async function pairMode({ dist, cluster }) {
         sql: flags['sql-b'] ?? [],
       }),
     );
-    log(`warm-up: ${WARMUP_REQUESTS} requests a side`);
-    await Promise.all(sides.map((s) => load(s, WARMUP_REQUESTS, 0)));
-
     const table = [];
     for (let r = 1; r <= rounds; r++) {
+      for (const s of r % 2 ? sides : [...sides].reverse()) await restart(s);
+      await Promise.all(sides.map((s) => load(s, WARMUP_REQUESTS, 0)));
       const [a, b] = await Promise.all(sides.map((s) => load(s, REQUESTS_PER_ROUND, r)));
       const row = { round: r };
       for (const [name, m] of [
@@ -186,8 +199,8 @@ export async function pairMode({ dist, cluster }) {
     );
   } finally {
     for (const s of sides) {
-      await s.db.end().catch(() => {});
-      await s.server.stop();
+      await s.db?.end().catch(() => {});
+      await s.server?.stop();
     }
   }
 }
