@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config';
+import { ConfigError, defaultWriteConcurrency, loadConfig } from './config';
 
 describe('loadConfig', () => {
   it('has the documented defaults', () => {
@@ -19,6 +19,21 @@ describe('loadConfig', () => {
     expect(c.eventRetentionDays).toBe(90);
     expect(c.keyCacheTtlMs).toBeLessThanOrEqual(30_000);
     expect(c.dashboardEnabled).toBe(true);
+  });
+
+  it('runs one ingest statement per core, 2 to 4, beside a database on this machine, and 4 against one elsewhere', () => {
+    expect(defaultWriteConcurrency(undefined, 1)).toBe(2);
+    expect(defaultWriteConcurrency(undefined, 2)).toBe(2);
+    expect(defaultWriteConcurrency(undefined, 3)).toBe(3);
+    expect(defaultWriteConcurrency(undefined, 16)).toBe(4);
+    expect(defaultWriteConcurrency('postgres://u:p@127.0.0.1:5432/tally', 2)).toBe(2);
+    expect(defaultWriteConcurrency('postgres://localhost/tally', 2)).toBe(2);
+    expect(defaultWriteConcurrency('postgres://[::1]:5432/tally', 2)).toBe(2);
+    expect(defaultWriteConcurrency('postgres://u@x/tally?host=/var/run/postgresql', 2)).toBe(2);
+    expect(defaultWriteConcurrency('postgres://db.internal/tally', 2)).toBe(4);
+    expect(defaultWriteConcurrency('postgres://10.0.0.5:5432/tally', 2)).toBe(4);
+    expect(loadConfig({ DATABASE_URL: 'postgres://db.internal/tally' }).ingestWriteConcurrency).toBe(4);
+    expect(loadConfig({ INGEST_WRITE_CONCURRENCY: '7' }).ingestWriteConcurrency).toBe(7);
   });
 
   it.each([

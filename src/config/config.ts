@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 
 /**
  * The whole runtime configuration. It is read from the environment once, at boot, by
@@ -223,6 +224,24 @@ export function loadConfig(env: Env): AppConfig {
   return config;
 }
 
+/**
+ * Ingest statements at once, unless INGEST_WRITE_CONCURRENCY says. A PostgreSQL on this machine
+ * (the embedded one, or a URL naming a loopback address or a socket folder) shares its cores with
+ * the server: more statements than cores only contend, for the B-trees' right-hand pages and for
+ * the cores themselves, and cost PostgreSQL more CPU per event. So it gets one per core, 2 to 4
+ * (docs/performance.md). A database elsewhere gets 4.
+ */
+export function defaultWriteConcurrency(databaseUrl: string | undefined, cores: number): number {
+  return databaseOnThisMachine(databaseUrl) ? Math.min(4, Math.max(2, cores)) : 4;
+}
+
+function databaseOnThisMachine(databaseUrl: string | undefined): boolean {
+  if (databaseUrl === undefined) return true;
+  const u = new URL(databaseUrl);
+  const host = u.searchParams.get('host') ?? u.hostname;
+  return host === '' || host.startsWith('/') || ['localhost', '127.0.0.1', '[::1]', '::1'].includes(host);
+}
+
 function readConfig(env: Env): AppConfig {
   const rateWindowMs = int(env, 'RATE_WINDOW_MS', 1000, 100, 3_600_000);
   const ingestMaxBytes = int(env, 'INGEST_MAX_BYTES', 1_048_576, 1024, 64 * 1_048_576);
@@ -236,6 +255,7 @@ function readConfig(env: Env): AppConfig {
   // One key may hold a quarter of the budget (and at least one full body): three other apps
   // still find room while one key's uploads stall.
   const perKeyDefault = Math.max(ingestMaxBytes, Math.floor(ingestMaxInflightBytes / 4));
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   return {
     port: int(env, 'PORT', 3000, 0, 65535),
     host: raw(env, 'HOST') ?? '0.0.0.0',
@@ -248,7 +268,7 @@ function readConfig(env: Env): AppConfig {
     trustProxy: trustProxy(env, 'TRUST_PROXY'),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 15_000, 100, 600_000),
 
-    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseUrl,
     databaseReadUrl: url(env, 'DATABASE_READ_URL', ['postgres:', 'postgresql:']),
     databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
@@ -276,7 +296,13 @@ function readConfig(env: Env): AppConfig {
     ingestBodyMinBytesPerSecond: int(env, 'INGEST_BODY_MIN_BYTES_PER_SECOND', 1024, 0, 1_073_741_824),
     ingestMaxEventAgeDays: int(env, 'INGEST_MAX_EVENT_AGE_DAYS', 7, 1, 365),
     ingestMaxErrorsListed: int(env, 'INGEST_MAX_ERRORS_LISTED', 100, 0, 100_000),
-    ingestWriteConcurrency: int(env, 'INGEST_WRITE_CONCURRENCY', 4, 1, 200),
+    ingestWriteConcurrency: int(
+      env,
+      'INGEST_WRITE_CONCURRENCY',
+      defaultWriteConcurrency(databaseUrl, availableParallelism()),
+      1,
+      200,
+    ),
     ingestWriteMaxEvents: int(env, 'INGEST_WRITE_MAX_EVENTS', 1000, 1, 100_000),
     piiPolicy: oneOf(env, 'PII_POLICY', PII_POLICIES, 'redact'),
 
