@@ -20,6 +20,7 @@ export function budgetOf(r) {
       eventsPerSec: 50_000,
       p99Ms: 150,
       filteredReadP99Ms: 100,
+      ingestLossOfPeakDuringFilteredReads: 0.1,
     },
     filteredReadsP99Ms: fr ? { quiet: p99('quiet'), underIngest: p99('underIngest') } : null,
     ingestDuringFilteredReads: fr?.ingest ?? null,
