@@ -34,6 +34,11 @@ describe('loadConfig', () => {
     expect(defaultWriteConcurrency('postgres://10.0.0.5:5432/tally', 2)).toBe(4);
     expect(loadConfig({ DATABASE_URL: 'postgres://db.internal/tally' }).ingestWriteConcurrency).toBe(4);
     expect(loadConfig({ INGEST_WRITE_CONCURRENCY: '7' }).ingestWriteConcurrency).toBe(7);
+    expect(
+      loadConfig({ DATABASE_URL: 'postgres://db.internal/tally', DATABASE_POOL_SIZE: '3' })
+        .ingestWriteConcurrency,
+    ).toBe(3);
+    expect(() => loadConfig({ DATABASE_POOL_SIZE: '3', INGEST_WRITE_CONCURRENCY: '4' })).toThrow(ConfigError);
   });
 
   it.each([

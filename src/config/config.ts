@@ -256,6 +256,7 @@ function readConfig(env: Env): AppConfig {
   // still find room while one key's uploads stall.
   const perKeyDefault = Math.max(ingestMaxBytes, Math.floor(ingestMaxInflightBytes / 4));
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const databasePoolSize = int(env, 'DATABASE_POOL_SIZE', 10, 1, 200);
   return {
     port: int(env, 'PORT', 3000, 0, 65535),
     host: raw(env, 'HOST') ?? '0.0.0.0',
@@ -270,7 +271,7 @@ function readConfig(env: Env): AppConfig {
 
     databaseUrl,
     databaseReadUrl: url(env, 'DATABASE_READ_URL', ['postgres:', 'postgresql:']),
-    databasePoolSize: int(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
+    databasePoolSize,
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
     embeddedPgDir: path.resolve(raw(env, 'EMBEDDED_PG_DIR') ?? '.data'),
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535),
@@ -299,7 +300,8 @@ function readConfig(env: Env): AppConfig {
     ingestWriteConcurrency: int(
       env,
       'INGEST_WRITE_CONCURRENCY',
-      defaultWriteConcurrency(databaseUrl, availableParallelism()),
+      // Never more than the pool holds, so that a small pool alone is no configuration error.
+      Math.min(databasePoolSize, defaultWriteConcurrency(databaseUrl, availableParallelism())),
       1,
       200,
     ),
