@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import request from 'supertest';
 import type { DataSource } from 'typeorm';
 import { DAY_MS as DAY, utcDateString as dayOf } from '@app/common/time';
@@ -19,8 +20,34 @@ async function validIndexes(db: DataSource, table: string): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
+/** The test database's URL with another database name. */
+function otherDatabase(name: string): string {
+  const url = new URL(testDatabaseUrl());
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
 describe('user and session lookups on the days ingest writes', () => {
-  const t = useTestApp({ INGEST_MAX_EVENT_AGE_DAYS: '7', PARTITIONS_AHEAD_DAYS: '3' });
+  // A database of its own: the planner weighs the bloom index by the size of today's whole
+  // partition, which the rows of the other suites would otherwise grow and tip towards the app's
+  // B-tree, depending on the order the suites ran in.
+  const database = 'tally_lookups';
+  beforeAll(async () => {
+    const admin = new Client({ connectionString: testDatabaseUrl() });
+    await admin.connect();
+    try {
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await admin.query(`CREATE DATABASE ${database}`);
+    } finally {
+      await admin.end();
+    }
+  });
+  const env = {
+    DATABASE_URL: otherDatabase(database),
+    INGEST_MAX_EVENT_AGE_DAYS: '7',
+    PARTITIONS_AHEAD_DAYS: '3',
+  };
+  const t = useTestApp(env);
   beforeAll(() => t.app.get(PartitionMaintenanceService).pendingLookups);
 
   it('creates today and the days ahead with a bloom index, and ended days without one', async () => {
@@ -94,7 +121,7 @@ describe('user and session lookups on the days ingest writes', () => {
   it('adds a missing bloom index to the current day when an instance starts', async () => {
     const today = partition(Date.now());
     await t.db.query(`DROP INDEX ${today}_bloom`);
-    const other = await startTestApp({ INGEST_MAX_EVENT_AGE_DAYS: '7', PARTITIONS_AHEAD_DAYS: '3' });
+    const other = await startTestApp(env);
     try {
       expect(await other.app.get(PartitionMaintenanceService).pendingLookups).toEqual([`${today}_bloom`]);
       expect(await validIndexes(t.db, today)).toContain(`${today}_bloom`);
@@ -111,7 +138,7 @@ describe('user and session lookups on the days ingest writes', () => {
   it('leaves index upkeep to the instance that is already doing it', async () => {
     const repo = t.app.get(PartitionRepository);
     const ahead = partition(Date.now() + 3 * DAY);
-    const other = await startTestApp({ INGEST_MAX_EVENT_AGE_DAYS: '7', PARTITIONS_AHEAD_DAYS: '3' });
+    const other = await startTestApp(env);
     try {
       await other.app.get(PartitionMaintenanceService).pendingLookups;
       await t.db.query(`DROP INDEX ${ahead}_bloom`);
