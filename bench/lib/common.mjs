@@ -5,7 +5,10 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensure, makeTemporaryDir } from '../../src/database/embedded-pg.mjs';
-import { cli, freePort } from './processes.mjs';
+import { freePort } from './processes.mjs';
+
+// Here for the scenarios that import them with the run's state; they live beside the CLI runner.
+export { ingestHeaders, makeTenant } from './processes.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BENCH = path.join(ROOT, 'bench');
@@ -119,19 +122,4 @@ export async function startCluster() {
   const dir = path.join(CACHE, 'pg');
   const { url } = await ensure(dir, await freePort());
   return { dir, url, temporary: false };
-}
-
-/** An app and its ingest key through the admin CLI, the way an operator makes them. */
-export async function makeTenant(dist, url, name) {
-  const app = await cli(dist, url, ['apps', 'create', '--name', name]);
-  const ingest = await cli(dist, url, ['keys', 'create-ingest', '--app', app.id]);
-  return { appId: app.id, ingestKey: ingest.key };
-}
-
-export function ingestHeaders(key, gzip = false) {
-  return {
-    authorization: `Bearer ${key}`,
-    'content-type': 'application/json',
-    ...(gzip ? { 'content-encoding': 'gzip' } : {}),
-  };
 }

@@ -194,3 +194,18 @@ export async function cli(dist, databaseUrl, args) {
     throw new Error(`tally ${args.join(' ')} failed: ${detail}`);
   }
 }
+
+/** An app and its ingest key through the admin CLI, the way an operator makes them. */
+export async function makeTenant(dist, url, name) {
+  const app = await cli(dist, url, ['apps', 'create', '--name', name]);
+  const ingest = await cli(dist, url, ['keys', 'create-ingest', '--app', app.id]);
+  return { appId: app.id, ingestKey: ingest.key };
+}
+
+export function ingestHeaders(key, gzip = false) {
+  return {
+    authorization: `Bearer ${key}`,
+    'content-type': 'application/json',
+    ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+  };
+}

@@ -20,9 +20,16 @@ import path from 'node:path';
 import { spawn, execFileSync } from 'node:child_process';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { clusterDir, destroy, ensure, serverSettings, stop } from '../../src/database/embedded-pg.mjs';
-import { cli, freePort, startServer } from '../lib/processes.mjs';
+import {
+  clusterDir,
+  connectionUrl,
+  destroy,
+  ensure,
+  serverSettings,
+  stop,
+} from '../../src/database/embedded-pg.mjs';
+import { freePort, ingestHeaders, makeTenant, startServer } from '../lib/processes.mjs';
+import { connect } from '../lib/db.mjs';
 import { batchTemplate } from '../lib/events.mjs';
 
 const { values: flags } = parseArgs({
@@ -83,12 +90,10 @@ async function startUnderCallgrind(pgdata, out, port) {
     ],
     { ...owner(), stdio: ['ignore', 'ignore', fs.openSync(path.join(out, 'valgrind.log'), 'w')] },
   );
-  const url = `postgres://tally:tally@127.0.0.1:${port}/tally`;
+  const url = connectionUrl(port);
   for (let i = 0; i < 600; i++) {
-    const client = new pg.Client({ connectionString: url });
     try {
-      await client.connect();
-      await client.end();
+      await (await connect(url)).end();
       return { child, url };
     } catch {
       await sleep(200);
@@ -118,13 +123,12 @@ async function run(url, out, requests, label) {
   const before = new Set(fs.readdirSync(out));
   const server = await startServer({ dist: DIST, databaseUrl: url, env: { DATABASE_POOL_SIZE: '1' } });
   try {
-    const app = await cli(DIST, url, ['apps', 'create', '--name', `callgrind-${label}`]);
-    const { key } = await cli(DIST, url, ['keys', 'create-ingest', '--app', app.id]);
+    const { ingestKey } = await makeTenant(DIST, url, `callgrind-${label}`);
     const templates = Array.from({ length: 16 }, (_, i) => batchTemplate(i, BATCH));
     for (let i = 0; i < WARMUP + requests; i++) {
       const res = await fetch(`${server.baseUrl}/api/ingest`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        headers: ingestHeaders(ingestKey),
         body: templates[i % templates.length].render(`${label}.${i}`),
       });
       const body = await res.json();
@@ -161,9 +165,8 @@ async function main() {
     // The first start runs the migrations and creates the partitions; then the schema variant.
     // Its start-up pass adds today's lookup index in the background; wait for it.
     const first = await startServer({ dist: DIST, databaseUrl: url });
-    const db = new pg.Client({ connectionString: url });
+    const db = await connect(url);
     db.on('error', () => {}); // the cluster stops while the client is still open after a failure
-    await db.connect();
     const today = `events_p${new Date().toISOString().slice(0, 10).replace(/-/g, '')}`;
     const lookupIndex = `SELECT 1 FROM pg_extension WHERE extname = 'bloom'
                          AND NOT EXISTS (SELECT 1 FROM pg_indexes WHERE indexname = $1)`;
