@@ -364,6 +364,52 @@ describe('dashboard in Chromium', () => {
     await page.close();
   });
 
+  it('keeps at most two reads in flight however slow the server answers, and the last choice wins', async () => {
+    const { page, log } = await openPage();
+    // Every read answered 300 ms late, as by a loaded server; the server allows two at once per key.
+    let inFlight = 0;
+    let most = 0;
+    const rollupQueries: URLSearchParams[] = [];
+    await page.route('**/api/v1/**', async (route) => {
+      const url = new URL(route.request().url());
+      if (url.pathname === '/api/v1/rollups') rollupQueries.push(url.searchParams);
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await new Promise((r) => setTimeout(r, 300));
+      try {
+        await route.continue();
+      } finally {
+        inFlight--;
+      }
+    });
+    await signIn(page, apiKey);
+    await page.getByLabel('App', { exact: true }).selectOption(tenant.appId);
+    // Changes made faster than the answers come back.
+    const testData = page.getByLabel('Test data', { exact: true });
+    await testData.check();
+    await page.getByLabel('Range', { exact: true }).selectOption('7');
+    await testData.uncheck();
+    await page.getByLabel('App', { exact: true }).selectOption(emptyApp.id);
+    await testData.check();
+    await eventually(
+      async () => ({ inFlight, last: rollupQueries.at(-1) }),
+      ({ inFlight: now, last }) => {
+        expect(now).toBe(0);
+        expect(last?.get('appId')).toBe(emptyApp.id);
+        expect(last?.get('testMode')).toBe('true');
+      },
+    );
+    // The last rollups read ran after the last change, and nothing was refused.
+    await new Promise((r) => setTimeout(r, 700));
+    expect(inFlight).toBe(0);
+    expect(most).toBeLessThanOrEqual(2);
+    expect(rollupQueries.at(-1)?.get('appId')).toBe(emptyApp.id);
+    expect(rollupQueries.at(-1)?.get('testMode')).toBe('true');
+    expect(log.consoleErrors).toEqual([]);
+    await page.unrouteAll({ behavior: 'wait' });
+    await page.close();
+  });
+
   it('a bad key shows the 401 message', async () => {
     const { page, log } = await openPage();
     await signIn(page, 'tly_api_' + 'A'.repeat(49));

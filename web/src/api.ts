@@ -136,3 +136,31 @@ export function describeProblem(p: Problem): string {
       return `The request failed (${p.status} ${p.code}): ${p.detail}`;
   }
 }
+
+/**
+ * Wraps `task` so that at most one call runs at a time. A call made while one runs waits for it,
+ * and all such calls together cause one more run afterwards, so the last request always wins.
+ * The dashboard keeps one rollups read and one live read in flight at most: within the server's
+ * default of two reads at once per key (READ_MAX_CONCURRENT_PER_KEY), however slow it answers.
+ */
+export function singleFlight(task: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | null = null;
+  let again = false;
+  return () => {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      try {
+        do {
+          again = false;
+          await task();
+        } while (again);
+      } finally {
+        running = null;
+      }
+    })();
+    return running;
+  };
+}

@@ -6,6 +6,7 @@ import {
   get,
   KeyInfo,
   Rollup,
+  singleFlight,
   storedKey,
   storeKey,
 } from './api';
@@ -177,7 +178,7 @@ function rangeParams(): { params: Record<string, string>; from: string; to: stri
   return { params: { fromDate: from, toDate: to }, from, to };
 }
 
-async function loadRollups(): Promise<void> {
+async function fetchRollups(): Promise<void> {
   const appId = ui.app.value;
   const range = rangeParams();
   if (!appId || !range) return;
@@ -198,6 +199,8 @@ async function loadRollups(): Promise<void> {
   fillEventPicker();
   render(state.days);
 }
+
+const loadRollups = singleFlight(fetchRollups);
 
 function fillEventPicker(): void {
   const chosen = ui.event.value;
@@ -315,7 +318,7 @@ function downloadCsv(): void {
 
 // ---- live ----
 
-async function pollLive(): Promise<void> {
+async function fetchLive(): Promise<void> {
   const appId = ui.app.value;
   if (!appId || document.hidden) return;
   try {
@@ -346,6 +349,8 @@ async function pollLive(): Promise<void> {
     ui.liveStatus.textContent = p ? describeProblem(p) : 'Live events could not be read.';
   }
 }
+
+const pollLive = singleFlight(fetchLive);
 
 function startLive(): void {
   stopLive();
