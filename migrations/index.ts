@@ -3,6 +3,7 @@ import { RollupFinalisationIndex1763790000000 } from './1763790000000-rollup-fin
 import { DedupBytewiseIds1763800000000 } from './1763800000000-dedup-bytewise-ids';
 import { EventsTestModeIndex1763810000000 } from './1763810000000-events-test-mode-index';
 import { EventsBloomExtension1763820000000 } from './1763820000000-events-bloom-extension';
+import { EventsLookupsWithoutBloom1763830000000 } from './1763830000000-events-lookups-without-bloom';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -12,4 +13,5 @@ export const MIGRATIONS = [
   DedupBytewiseIds1763800000000,
   EventsTestModeIndex1763810000000,
   EventsBloomExtension1763820000000,
+  EventsLookupsWithoutBloom1763830000000,
 ];

@@ -17,6 +17,7 @@ describe('loadConfig', () => {
     expect(c.authFailureLimit).toBe(20);
     expect(c.rollupIntervalSeconds).toBe(60);
     expect(c.eventRetentionDays).toBe(90);
+    expect(c.lookupSummaryIntervalMs).toBe(2_000);
     expect(c.keyCacheTtlMs).toBeLessThanOrEqual(30_000);
     expect(c.dashboardEnabled).toBe(true);
   });

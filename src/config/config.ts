@@ -72,6 +72,8 @@ export interface AppConfig {
   rollupIntervalSeconds: number;
   eventRetentionDays: number;
   partitionsAheadDays: number;
+  /** How often the lookup indexes of the days ingest writes get their new ranges summarized; 0: never. */
+  lookupSummaryIntervalMs: number;
 
   /** Serve the read-only web dashboard at /dashboard. */
   dashboardEnabled: boolean;
@@ -321,6 +323,7 @@ function readConfig(env: Env): AppConfig {
     rollupIntervalSeconds: int(env, 'ROLLUP_INTERVAL_SECONDS', 60, 1, 86_400),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 90, 1, 3650),
     partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 3, 1, 60),
+    lookupSummaryIntervalMs: int(env, 'LOOKUP_SUMMARY_INTERVAL_MS', 2_000, 0, 3_600_000),
 
     dashboardEnabled: bool(env, 'DASHBOARD_ENABLED', true),
   };
