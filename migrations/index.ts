@@ -4,6 +4,7 @@ import { DedupBytewiseIds1763800000000 } from './1763800000000-dedup-bytewise-id
 import { EventsTestModeIndex1763810000000 } from './1763810000000-events-test-mode-index';
 import { EventsBloomExtension1763820000000 } from './1763820000000-events-bloom-extension';
 import { EventsLookupsWithoutBloom1763830000000 } from './1763830000000-events-lookups-without-bloom';
+import { EventsPayloadJson1763840000000 } from './1763840000000-events-payload-json';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -14,4 +15,5 @@ export const MIGRATIONS = [
   EventsTestModeIndex1763810000000,
   EventsBloomExtension1763820000000,
   EventsLookupsWithoutBloom1763830000000,
+  EventsPayloadJson1763840000000,
 ];

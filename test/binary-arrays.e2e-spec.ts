@@ -44,7 +44,7 @@ describe('binary array parameters', () => {
     expect(await echo(['text'], w)).toEqual([texts]);
   });
 
-  it('numbers, booleans, timestamps, uuids and jsonb', async () => {
+  it('numbers, booleans, timestamps, uuids and json', async () => {
     const w = new BinaryArrayWriter(8);
     const ints = [0, 1, -1, 1_763_000_000_123, -1_763_000_000_123, 2 ** 53 - 1, -(2 ** 53 - 1), null];
     w.begin(ElementType.int8, ints.length);
@@ -64,12 +64,12 @@ describe('binary array parameters', () => {
     for (const id of ids) w.uuid(uuidBytes(id));
     w.end();
     const docs = ['{"a":1,"b":"é \\"x\\"","c":true}', null];
-    w.begin(ElementType.jsonb, docs.length);
-    for (const d of docs) w.jsonb(d);
+    w.begin(ElementType.json, docs.length);
+    for (const d of docs) w.json(d);
     w.end();
 
     await db.query(`SET TIME ZONE 'UTC'`);
-    const [i, f, b, t, u, j] = await echo(['int8', 'float8', 'bool', 'timestamptz', 'uuid', 'jsonb'], w);
+    const [i, f, b, t, u, j] = await echo(['int8', 'float8', 'bool', 'timestamptz', 'uuid', 'json'], w);
     expect(i).toEqual(ints.map((n) => (n === null ? null : String(n))));
     expect(f!.map((x) => (x === null ? null : Number(x)))).toEqual(floats);
     expect(b).toEqual(['true', 'false', null]);
@@ -80,7 +80,21 @@ describe('binary array parameters', () => {
       null,
     ]);
     expect(u).toEqual(ids.map((id) => id.toLowerCase()));
-    expect(j).toEqual(['{"a": 1, "b": "é \\"x\\"", "c": true}', null]);
+    expect(j).toEqual(docs);
+  });
+
+  it('json: kept as written, checked by PostgreSQL', async () => {
+    // Key order, spacing and a key jsonb would sort or merge are all kept.
+    const docs = ['{"z":1,"a":"é \\"x\\" ✓","m":[true,null]}', '{"b": 2.50, "b": 3}', null];
+    const w = new BinaryArrayWriter(8).begin(ElementType.json, docs.length);
+    for (const d of docs) w.json(d);
+    w.end();
+    expect(await echo(['json'], w)).toEqual([docs]);
+
+    const bad = new BinaryArrayWriter().begin(ElementType.json, 1).json('{"a":').end();
+    await expect(db.query('SELECT $1::json[]', bad.finish())).rejects.toThrow(
+      /invalid input syntax for type json/,
+    );
   });
 
   it('refuses an element type other than the statement says', async () => {

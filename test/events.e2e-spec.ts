@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { bearer, makeApiKey, makeApp, makeTenant } from './factories';
+import { bearer, makeApiKey, makeApp, makeTenant, postIngest } from './factories';
 import { SeedEvent, seedEvents } from './factories/events';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
@@ -206,6 +206,34 @@ describe('GET /api/v1/events', () => {
       expect(res.status).toBe(200);
       expect(res.body).toHaveLength(1);
       expect(res.body[0].appId).toBe(own.appId);
+    });
+    it('gives back a payload stored now as sent, and one stored as jsonb by an earlier version as well', async () => {
+      const own = await makeTenant(t.app);
+      // Stored before payloads were kept as json: in the jsonb column, whose key order is
+      // shorter keys first.
+      await seedEvents(t.db, own.appId, [
+        { eventName: 'Old.event', timestamp: base, receivedAt: base, payload: { alpha: 'a', zeta: 1 } },
+      ]);
+      const ingest = await postIngest(t.http, own.liveKey, {
+        events: [
+          { eventName: 'New.event', eventTime: base, eventId: 'p-1', payload: { alpha: 'a', zeta: 1 } },
+        ],
+      });
+      expect(ingest.status).toBe(200);
+      expect(ingest.body).toMatchObject({ accepted: 1 });
+
+      const res = await request(t.http)
+        .get('/api/v1/events')
+        .query({ appId: own.appId })
+        .set(bearer(own.apiKey));
+      expect(res.status).toBe(200);
+      const byName = Object.fromEntries(
+        res.body.map((e: { eventName: string; payload: unknown }) => [e.eventName, e.payload]),
+      );
+      expect(byName).toEqual({ 'New.event': { alpha: 'a', zeta: 1 }, 'Old.event': { alpha: 'a', zeta: 1 } });
+      // The key order of the answer's text: as sent for the new event, jsonb's for the old one.
+      expect(res.text).toContain('"payload":{"alpha":"a","zeta":1}');
+      expect(res.text).toContain('"payload":{"zeta":1,"alpha":"a"}');
     });
   });
 

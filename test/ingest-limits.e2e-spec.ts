@@ -10,7 +10,7 @@ const post = (t: TestApp, key: string, body: unknown) => postIngest(t.http, key,
 
 async function stored(t: TestApp, tenant: Tenant) {
   return (await t.db.query(
-    `SELECT event_name, anonymous_user_id, payload FROM events WHERE app_id = $1 ORDER BY id`,
+    `SELECT event_name, anonymous_user_id, payload_json AS payload FROM events WHERE app_id = $1 ORDER BY id`,
     [tenant.appId],
   )) as { event_name: string; anonymous_user_id: string | null; payload: Record<string, unknown> | null }[];
 }

@@ -36,8 +36,15 @@ describe('POST /api/ingest', () => {
 
   const post = (key: string, body: unknown) => postIngest(t.http, key, body);
 
+  // Payloads are written to `payload_json`; `payload` holds those of events stored before it.
   const stored = async (tenant: Tenant): Promise<StoredRow[]> =>
-    (await t.db.query(`SELECT * FROM events WHERE app_id = $1 ORDER BY id`, [tenant.appId])) as StoredRow[];
+    (
+      (await t.db.query(`SELECT * FROM events WHERE app_id = $1 ORDER BY id`, [
+        tenant.appId,
+      ])) as (StoredRow & {
+        payload_json: StoredRow['payload'];
+      })[]
+    ).map(({ payload_json, ...row }) => ({ ...row, payload: payload_json ?? row.payload }));
   const storedCount = async (tenant: Tenant) => (await stored(tenant)).length;
   const dirtyDays = async (tenant: Tenant) =>
     (

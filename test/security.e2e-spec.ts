@@ -431,10 +431,10 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
         ],
       });
       expect(res.status).toBe(200);
-      const rows = (await t.db.query(`SELECT payload FROM events WHERE app_id = $1 AND event_id = $2`, [
-        a.appId,
-        eventId,
-      ])) as { payload: Record<string, unknown> }[];
+      const rows = (await t.db.query(
+        `SELECT payload_json AS payload FROM events WHERE app_id = $1 AND event_id = $2`,
+        [a.appId, eventId],
+      )) as { payload: Record<string, unknown> }[];
       expect(rows[0].payload).toEqual({ url: 'http://169.254.169.254/latest/meta-data/' });
     });
   });
@@ -602,10 +602,10 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
       expect(res.body.accepted).toBe(1);
       expect(({} as Record<string, unknown>).polluted).toBeUndefined();
       expect((Object.prototype as unknown as Record<string, unknown>).polluted).toBeUndefined();
-      const rows = (await t.db.query(`SELECT payload FROM events WHERE app_id = $1 AND event_id = $2`, [
-        a.appId,
-        eventId,
-      ])) as { payload: Record<string, unknown> }[];
+      const rows = (await t.db.query(
+        `SELECT payload_json AS payload FROM events WHERE app_id = $1 AND event_id = $2`,
+        [a.appId, eventId],
+      )) as { payload: Record<string, unknown> }[];
       expect(rows).toHaveLength(1);
       expect(Object.entries(rows[0].payload).sort()).toEqual([
         ['__proto__', 'p'],

@@ -21,7 +21,7 @@ export const ElementType = {
   float8: 701,
   timestamptz: 1184,
   uuid: 2950,
-  jsonb: 3802,
+  json: 114,
 } as const;
 
 type ElementOid = (typeof ElementType)[keyof typeof ElementType];
@@ -32,8 +32,6 @@ const TWO_32 = 4_294_967_296;
 const PG_EPOCH_MS = 946_684_800_000;
 /** A string this short is encoded by a JavaScript loop when it is ASCII: cheaper than a native call. */
 const SHORT_STRING = 64;
-/** jsonb's binary form is a version byte followed by the JSON text. */
-const JSONB_VERSION = 1;
 
 export class BinaryArrayWriter {
   private buffer: Buffer;
@@ -88,16 +86,9 @@ export class BinaryArrayWriter {
     return this;
   }
 
-  /** A `jsonb` element from its JSON text. */
-  jsonb(json: string | null): this {
-    if (json === null) return this.null();
-    this.ensure(5 + 3 * json.length);
-    this.buffer[this.offset + 4] = JSONB_VERSION;
-    const start = this.offset + 5;
-    const length = this.utf8(json, start);
-    this.buffer.writeInt32BE(length + 1, this.offset);
-    this.offset = start + length;
-    return this;
+  /** A `json` element: its binary form is the JSON text itself, which PostgreSQL checks and keeps. */
+  json(json: string | null): this {
+    return this.text(json);
   }
 
   /** An `int8` element; `n` must be an integer within ±2^53. */

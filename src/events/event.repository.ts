@@ -103,7 +103,8 @@ export class EventRepository {
               floor(extract(epoch FROM ts) * 1000)::bigint::text AS ts_ms,
               (extract(epoch FROM received_at) * 1000000)::bigint::text AS received_us,
               event_id, is_test_mode, platform, app_version, build_number, os_version,
-              device_model, locale, timezone, float_value, payload
+              device_model, locale, timezone, float_value,
+              coalesce(payload_json, payload::json) AS payload
          FROM events
         WHERE ${where.join(' AND ')}
         ORDER BY events.received_at DESC, events.id DESC

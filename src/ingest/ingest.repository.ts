@@ -22,7 +22,7 @@ WITH input AS (
   SELECT * FROM unnest(
     $1::uuid[], $2::timestamptz[], $3::text[], $4::timestamptz[], $5::bigint[], $6::text[],
     $7::text[], $8::text[], $9::boolean[], $10::text[], $11::text[], $12::text[], $13::text[],
-    $14::text[], $15::text[], $16::text[], $17::float8[], $18::jsonb[]
+    $14::text[], $15::text[], $16::text[], $17::float8[], $18::json[]
   ) WITH ORDINALITY AS t(app_id, received_at, event_id, ts, event_time, event_name,
          anonymous_user_id, session_id, is_test_mode, platform, app_version, build_number,
          os_version, device_model, locale, timezone, float_value, payload, n)
@@ -38,7 +38,7 @@ fresh AS (
 stored AS (
   INSERT INTO events (app_id, ts, received_at, event_time, event_name, event_id, anonymous_user_id,
                       session_id, is_test_mode, platform, app_version, build_number, os_version,
-                      device_model, locale, timezone, float_value, payload)
+                      device_model, locale, timezone, float_value, payload_json)
   SELECT i.app_id, i.ts, i.received_at, i.event_time,
          i.event_name, i.event_id, i.anonymous_user_id, i.session_id, i.is_test_mode, i.platform,
          i.app_version, i.build_number, i.os_version, i.device_model, i.locale, i.timezone,
@@ -100,10 +100,10 @@ function statementArrays(batches: WriteBatch[], events: AcceptedEvent[], batchOf
   for (let i = 0; i < n; i++) w.text(events[i].timezone);
   w.end().begin(ElementType.float8, n);
   for (let i = 0; i < n; i++) w.float8(events[i].floatValue);
-  w.end().begin(ElementType.jsonb, n);
+  w.end().begin(ElementType.json, n);
   for (let i = 0; i < n; i++) {
     const payload = events[i].payload;
-    w.jsonb(payload === null ? null : JSON.stringify(payload));
+    w.json(payload === null ? null : JSON.stringify(payload));
   }
   return w.end().finish();
 }
