@@ -47,22 +47,25 @@ async function ensureFilterDay(db, { dayEvents, now, log, createApp }) {
 }
 
 /**
- * The server adds the current day's bloom index at start when the day's partition lacks it (a
- * dataset made before the index existed); measure once it is there, as users would see the
- * reads. Without the extension there is nothing to wait for.
+ * The server adds the current day's lookup index at start when the day's partition lacks it (a
+ * dataset made before the index existed), and summarizes the ranges the dataset filled within
+ * seconds; measure once both are done, as users would see the reads.
  */
 async function awaitLookupIndex(db, log) {
-  const { rows } = await db.query(`SELECT 1 FROM pg_extension WHERE extname = 'bloom'`);
-  if (!rows.length) return log('filtered reads: no bloom extension, reads scan the day');
-  const name = `events_p${new Date().toISOString().slice(0, 10).replace(/-/g, '')}_bloom`;
+  const name = `events_p${new Date().toISOString().slice(0, 10).replace(/-/g, '')}_lookup`;
   for (let i = 0; i < 600; i++) {
     const { rows: valid } = await db.query(
       `SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = $1 AND i.indisvalid`,
       [name],
     );
-    if (valid.length) return;
+    if (valid.length) {
+      // The server's own pass summarizes every few seconds; one more here waits for it to end.
+      await db.query(`SELECT brin_summarize_new_values($1::regclass)`, [name]);
+      return;
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
+  log(`filtered reads: ${name} was not built within 60 s`);
   throw new Error(`${name} was not built within 60 s`);
 }
 
