@@ -188,6 +188,15 @@ describe('hardening', () => {
   describe('gzip responses', () => {
     let readable: string;
 
+    /** The answer's text: the client may or may not have gunzipped the raw bytes it hands over. */
+    const decodedText = (raw: Buffer): string => {
+      try {
+        return gunzipSync(raw).toString('utf8');
+      } catch {
+        return raw.toString('utf8');
+      }
+    };
+
     beforeAll(async () => {
       readable = 'Gzip.read';
       const events = Array.from({ length: 40 }, (_, i) => ({ eventName: readable, eventId: `gz-${i}` }));
@@ -210,16 +219,50 @@ describe('hardening', () => {
       expect(res.status).toBe(200);
       expect(res.headers['content-encoding']).toBe('gzip');
       expect(res.headers['vary']).toMatch(/Accept-Encoding/i);
-      // Node's client leaves the body encoded when asked to parse raw bytes.
-      const raw = res.body as Buffer;
-      const text = (() => {
-        try {
-          return gunzipSync(raw).toString('utf8');
-        } catch {
-          return raw.toString('utf8');
-        }
-      })();
-      expect(JSON.parse(text)).toHaveLength(40);
+      expect(JSON.parse(decodedText(res.body as Buffer))).toHaveLength(40);
+    });
+
+    it('an ingest answer over 1 KiB is gzipped when the client accepts gzip; a smaller one is not', async () => {
+      // 30 events with an invalid eventName: each is listed among the errors, about 3 KiB of JSON.
+      const rejected = JSON.stringify({ events: Array.from({ length: 30 }, () => ({ eventName: '' })) });
+      const raw = await request(t.http)
+        .post('/api/ingest')
+        .set(bearer(tenant.liveKey))
+        .set('Content-Type', 'application/json')
+        .set('Accept-Encoding', 'gzip')
+        .send(rejected)
+        .buffer(true)
+        .parse((r, done) => {
+          const chunks: Buffer[] = [];
+          r.on('data', (c: Buffer) => chunks.push(c));
+          r.on('end', () => done(null, Buffer.concat(chunks)));
+        });
+      expect(raw.status).toBe(200);
+      expect(raw.headers['content-encoding']).toBe('gzip');
+      expect(raw.headers['vary']).toBe('Accept-Encoding');
+      const body = JSON.parse(decodedText(raw.body as Buffer)) as IngestBody;
+      expect(body).toEqual(expect.objectContaining({ received: 30, accepted: 0, rejected: 30 }));
+      expect(body.errors).toHaveLength(30);
+
+      const plain = await request(t.http)
+        .post('/api/ingest')
+        .set(bearer(tenant.liveKey))
+        .set('Content-Type', 'application/json')
+        .set('Accept-Encoding', 'identity')
+        .send(rejected);
+      expect(plain.headers['content-encoding']).toBeUndefined();
+      expect((plain.body as IngestBody).errors).toHaveLength(30);
+
+      const small = await request(t.http)
+        .post('/api/ingest')
+        .set(bearer(tenant.liveKey))
+        .set('Content-Type', 'application/json')
+        .set('Accept-Encoding', 'gzip')
+        .send(JSON.stringify({ events: [{ eventName: 'Gzip.small' }] }));
+      expect(small.status).toBe(200);
+      expect(small.headers['content-encoding']).toBeUndefined();
+      expect(small.headers['vary']).toBe('Accept-Encoding');
+      expect((small.body as IngestBody).accepted).toBe(1);
     });
 
     it('is not gzipped without Accept-Encoding, nor when small, nor for /metrics', async () => {

@@ -454,6 +454,65 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
       expect(res.headers['x-request-id']).toBeDefined();
     });
 
+    // Helmet's headers for the API, as a read answer carries them.
+    const HELMET_HEADERS = [
+      'content-security-policy',
+      'cross-origin-opener-policy',
+      'origin-agent-cluster',
+      'referrer-policy',
+      'strict-transport-security',
+      'x-content-type-options',
+      'x-dns-prefetch-control',
+      'x-download-options',
+      'x-frame-options',
+      'x-permitted-cross-domain-policies',
+      'x-xss-protection',
+    ];
+    const pick = (headers: Record<string, unknown>, names: string[]) =>
+      Object.fromEntries(names.map((name) => [name, headers[name]]));
+
+    it.each([
+      [
+        'a 200, no Accept-Encoding',
+        () => ingest(a.liveKey, { events: [{ eventName: 'Headers.same' }] }),
+        200,
+      ],
+      [
+        'a 200, Accept-Encoding: gzip',
+        () =>
+          request(t.http)
+            .post('/api/ingest')
+            .set(bearer(a.liveKey))
+            .set('Accept-Encoding', 'gzip')
+            .set('Content-Type', 'application/json')
+            .send('{"events":[{"eventName":"Headers.same"}]}'),
+        200,
+      ],
+      ['a 401', () => ingest('tly_live_unknown', { events: [{ eventName: 'Headers.same' }] }), 401],
+    ])(
+      "an ingest answer (%s) has the read answers' security headers, no-store, Vary and its CORS headers",
+      async (_label, call, status) => {
+        const read = await request(t.http)
+          .get('/api/v1/events')
+          .query({ appId: a.appId })
+          .set(bearer(a.apiKey));
+        expect(read.status).toBe(200);
+        const res = await call();
+        expect(res.status).toBe(status);
+        expect(pick(res.headers, HELMET_HEADERS)).toEqual(pick(read.headers, HELMET_HEADERS));
+        expect(Object.values(pick(res.headers, HELMET_HEADERS)).every((v) => typeof v === 'string')).toBe(
+          true,
+        );
+        expect(res.headers['x-powered-by']).toBeUndefined();
+        expect(res.headers['cache-control']).toBe('no-store');
+        expect(res.headers['vary']).toBe('Accept-Encoding');
+        expect(res.headers['access-control-allow-origin']).toBe('*');
+        expect(res.headers['access-control-expose-headers']).toBe(
+          'X-Request-Id,Retry-After,RateLimit-Limit,RateLimit-Remaining,RateLimit-Reset',
+        );
+      },
+    );
+
     it('read endpoints send no CORS headers, even to a preflight', async () => {
       const get = await request(t.http)
         .get('/api/v1/events')
