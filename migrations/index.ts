@@ -5,6 +5,7 @@ import { EventsTestModeIndex1763810000000 } from './1763810000000-events-test-mo
 import { EventsBloomExtension1763820000000 } from './1763820000000-events-bloom-extension';
 import { EventsLookupsWithoutBloom1763830000000 } from './1763830000000-events-lookups-without-bloom';
 import { EventsPayloadJson1763840000000 } from './1763840000000-events-payload-json';
+import { EventsNameIndexEndedDays1763850000000 } from './1763850000000-events-name-index-ended-days';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -16,4 +17,5 @@ export const MIGRATIONS = [
   EventsBloomExtension1763820000000,
   EventsLookupsWithoutBloom1763830000000,
   EventsPayloadJson1763840000000,
+  EventsNameIndexEndedDays1763850000000,
 ];

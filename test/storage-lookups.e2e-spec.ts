@@ -122,7 +122,9 @@ describe('user and session lookups on the days ingest writes', () => {
     const yesterday = partition(now - DAY);
     await t.app.get(PartitionMaintenanceService).run(now);
     const indexes = await validIndexes(t.db, yesterday);
-    expect(indexes).toEqual(expect.arrayContaining([`${yesterday}_user`, `${yesterday}_session`]));
+    expect(indexes).toEqual(
+      expect.arrayContaining([`${yesterday}_user`, `${yesterday}_session`, `${yesterday}_name`]),
+    );
     expect(indexes).not.toContain(`${yesterday}_lookup`);
   });
 
@@ -194,6 +196,64 @@ describe('user and session lookups on the days ingest writes', () => {
       expect(nodes.map((n) => n['Node Type'])).not.toContain('Seq Scan');
       if (column === 'session_id') expect(recheckedRows(nodes)).toBeLessThan(10_000);
     }
+  });
+
+  it('answers eventName reads of today: a rare name through the lookup index, a common one from the newest-first index', async () => {
+    const tenant = await makeTenant(t.app);
+    const now = Date.now();
+    await fillToday(t.db, tenant.appId, 'names.', now);
+    // 20 events of a rare name, arrived together after the others.
+    await t.db.query(
+      `INSERT INTO events (app_id, ts, received_at, event_name, is_test_mode)
+       SELECT $1::uuid, $2::timestamptz + g * interval '1 ms', $2::timestamptz + g * interval '1 ms',
+              'Purchase.refunded', false
+         FROM generate_series(1, 20) AS g`,
+      [tenant.appId, new Date(now).toISOString()],
+    );
+    await t.db.query(`ANALYZE ${partition(now)}`);
+    await t.app.get(PartitionMaintenanceService).summarizeLookups(1000);
+    // No B-tree leads with event_name on a day being written.
+    const [{ trees }] = (await t.db.query(
+      `SELECT count(*)::int AS trees FROM pg_index i JOIN pg_attribute a
+          ON a.attrelid = i.indrelid AND a.attnum = i.indkey[1]
+        WHERE i.indrelid = $1::regclass AND a.attname = 'event_name'`,
+      [partition(now)],
+    )) as { trees: number }[];
+    expect(trees).toBe(0);
+
+    const rare = await request(t.http)
+      .get('/api/v1/events')
+      .query({ appId: tenant.appId, eventName: 'Purchase.refunded', limit: 1000 })
+      .set(bearer(tenant.apiKey));
+    expect(rare.status).toBe(200);
+    expect(rare.body).toHaveLength(20);
+    expect(new Set(rare.body.map((e: { eventName: string }) => e.eventName))).toEqual(
+      new Set(['Purchase.refunded']),
+    );
+    const common = await request(t.http)
+      .get('/api/v1/events')
+      .query({ appId: tenant.appId, eventName: 'Screen.viewed', limit: 50 })
+      .set(bearer(tenant.apiKey));
+    expect(common.status).toBe(200);
+    expect(common.body).toHaveLength(50);
+    expect(new Set(common.body.map((e: { eventName: string }) => e.eventName))).toEqual(
+      new Set(['Screen.viewed']),
+    );
+
+    const index = `${partition(now)}_lookup`;
+    const rarePlan = await lookupPlan(
+      t.db,
+      tenant.appId,
+      'event_name',
+      'Purchase.refunded',
+      now - 60 * 60_000,
+    );
+    expect(rarePlan.map((n) => n['Index Name'])).toContain(index);
+    expect(rarePlan.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+    expect(recheckedRows(rarePlan)).toBeLessThan(10_000);
+    const commonPlan = await lookupPlan(t.db, tenant.appId, 'event_name', 'Screen.viewed', now - 60 * 60_000);
+    expect(commonPlan.map((n) => n['Index Name'])).not.toContain(index);
+    expect(commonPlan.map((n) => n['Node Type'])).toContain('Index Scan');
   });
 
   it('summarizes the ranges ingest has filled, and not the ones it is still filling', async () => {

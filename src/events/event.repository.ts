@@ -79,8 +79,12 @@ export class EventRepository {
     if (filters.eventName !== undefined) add('event_name = ?', filters.eventName);
     if (filters.anonymousUserId !== undefined) add('anonymous_user_id = ?', filters.anonymousUserId);
     if (filters.sessionId !== undefined) add('session_id = ?', filters.sessionId);
-    if (filters.anonymousUserId !== undefined || filters.sessionId !== undefined) {
-      // True of every row. The days ingest writes answer these two filters from a BRIN index
+    if (
+      filters.eventName !== undefined ||
+      filters.anonymousUserId !== undefined ||
+      filters.sessionId !== undefined
+    ) {
+      // True of every row. The days ingest writes answer these three filters from a BRIN index
       // that also summarizes `received_at` (src/storage/partition.repository.ts); naming the
       // column lets the planner see that the index follows the table's order and cost the
       // lookup as a read of the few matching ranges, not of the whole day, which would lose to

@@ -15,7 +15,7 @@ const LOOKUP_LOCK_TIMEOUT_MS = 200;
  * Keeps the daily partitions of `events` ready: every day an accepted event can land in
  * (from the oldest allowed event time to a clamped future one, plus PARTITIONS_AHEAD_DAYS)
  * exists before an insert needs it. Drops partitions past EVENT_RETENTION_DAYS (rollups stay)
- * and indexes the user and session filters: with a BRIN lookup index on the days ingest still
+ * and indexes the user, session and event-name filters: with a BRIN lookup index on the days ingest still
  * writes, whose new ranges it summarizes every LOOKUP_SUMMARY_INTERVAL_MS, and with B-trees once
  * a day has ended.
  */
@@ -118,8 +118,8 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap, OnAp
   }
 
   /**
-   * The anonymousUserId and sessionId filters get B-trees only on days that have ended. Two
-   * random-key B-trees on the partition being written would cost about what the rest of an
+   * The anonymousUserId, sessionId and eventName filters get B-trees only on days that have
+   * ended. Their B-trees on the partition being written would cost about what the rest of an
    * event's insert costs; an ended day takes only late events, so its B-trees cost ingest almost
    * nothing. The days ingest still writes get one BRIN lookup index instead (new partitions are
    * created with it; this adds it to older ones).
