@@ -47,7 +47,7 @@ const OPERATIONS = [
   ['decoding the 18 binary arrays (array_recv)', 'array_recv'],
   ["  of which the payloads' json check", 'json_recv'],
   ['dedup claim: the conflict check before each insert', 'ExecCheckIndexConstraints'],
-  ['B-tree inserts (event_dedup key, events by time, events by name)', 'btinsert'],
+  ['B-tree inserts (event_dedup key, events by time)', 'btinsert'],
   ['lookup index insert (BRIN)', 'brininsert'],
   ['  of which summary updates of summarized ranges', 'brin_doupdate'],
   ['heap inserts (events, event_dedup, rollup_dirty)', 'heap_insert'],
