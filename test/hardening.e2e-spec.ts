@@ -1,4 +1,5 @@
 import request from 'supertest';
+import type { Response } from 'superagent';
 import { gunzipSync } from 'node:zlib';
 import { NOT_FOUND_DETAIL } from '@app/common/problem.filter';
 import { bearer, makeTenant } from './factories';
@@ -188,6 +189,13 @@ describe('hardening', () => {
   describe('gzip responses', () => {
     let readable: string;
 
+    /** Hands the answer's bytes over as they arrive, without parsing them. */
+    const rawBytes = (r: Response, done: (err: Error | null, body: Buffer) => void) => {
+      const chunks: Buffer[] = [];
+      r.on('data', (c: Buffer) => chunks.push(c));
+      r.on('end', () => done(null, Buffer.concat(chunks)));
+    };
+
     /** The answer's text: the client may or may not have gunzipped the raw bytes it hands over. */
     const decodedText = (raw: Buffer): string => {
       try {
@@ -211,11 +219,7 @@ describe('hardening', () => {
         .set(bearer(tenant.apiKey))
         .set('Accept-Encoding', 'gzip')
         .buffer(true)
-        .parse((r, done) => {
-          const chunks: Buffer[] = [];
-          r.on('data', (c: Buffer) => chunks.push(c));
-          r.on('end', () => done(null, Buffer.concat(chunks)));
-        });
+        .parse(rawBytes);
       expect(res.status).toBe(200);
       expect(res.headers['content-encoding']).toBe('gzip');
       expect(res.headers['vary']).toMatch(/Accept-Encoding/i);
@@ -232,11 +236,7 @@ describe('hardening', () => {
         .set('Accept-Encoding', 'gzip')
         .send(rejected)
         .buffer(true)
-        .parse((r, done) => {
-          const chunks: Buffer[] = [];
-          r.on('data', (c: Buffer) => chunks.push(c));
-          r.on('end', () => done(null, Buffer.concat(chunks)));
-        });
+        .parse(rawBytes);
       expect(raw.status).toBe(200);
       expect(raw.headers['content-encoding']).toBe('gzip');
       expect(raw.headers['vary']).toBe('Accept-Encoding');
