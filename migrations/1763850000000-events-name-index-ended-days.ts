@@ -8,9 +8,9 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * (`<partition>_name`) from the maintenance task, as it gets the user and session ones.
  *
  * Dropping the partitioned index drops every partition's copy at once and rebuilds nothing, so
- * the migration is quick. Until the maintenance task has built the ended days' B-trees, which
- * it does without blocking writes when an instance starts, eventName reads of those days walk
- * the newest-first index instead.
+ * the migration is quick. Until the maintenance task's hourly pass has built the ended days'
+ * B-trees, without blocking writes, eventName reads of those days walk the newest-first index
+ * instead.
  */
 export class EventsNameIndexEndedDays1763850000000 implements MigrationInterface {
   name = 'EventsNameIndexEndedDays1763850000000';

@@ -15,9 +15,9 @@ const LOOKUP_LOCK_TIMEOUT_MS = 200;
  * Keeps the daily partitions of `events` ready: every day an accepted event can land in
  * (from the oldest allowed event time to a clamped future one, plus PARTITIONS_AHEAD_DAYS)
  * exists before an insert needs it. Drops partitions past EVENT_RETENTION_DAYS (rollups stay)
- * and indexes the user, session and event-name filters: with a BRIN lookup index on the days ingest still
- * writes, whose new ranges it summarizes every LOOKUP_SUMMARY_INTERVAL_MS, and with B-trees once
- * a day has ended.
+ * and indexes the user, session and event-name filters: with a BRIN lookup index on the days
+ * ingest still writes, whose new ranges it summarizes every LOOKUP_SUMMARY_INTERVAL_MS, and with
+ * B-trees once a day has ended.
  */
 @Injectable()
 export class PartitionMaintenanceService implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -57,9 +57,10 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap, OnAp
 
   /**
    * Summarizes the lookup indexes' filled block ranges. Until a range is summarized, every
-   * sessionId or anonymousUserId read of its day reads all of its rows; at 30,000 events/s and
-   * the default 2 s, that is under 60,000 rows, plus the two ranges still being filled. One pass
-   * at a time: a tick that finds the last one still running does nothing.
+   * read of its day that the lookup index serves (a sessionId, an anonymousUserId, a rare
+   * eventName) reads all of its rows; at 30,000 events/s and the default 2 s, that is under
+   * 60,000 rows, plus the two ranges still being filled. One pass at a time: a tick that finds
+   * the last one still running does nothing.
    */
   private summarizeTick(): void {
     if (this.summarizing) return;

@@ -47,7 +47,7 @@ const LOOKUP =
 /**
  * Where the ranges that ingest has filled end, for a table of `blocks` blocks: before the range
  * being filled (the last block's) and the one before it, which a concurrent insert may still be
- * finishing. An insert into a summarized range must rewrite the range's summary (its two filters,
+ * finishing. An insert into a summarized range must rewrite the range's summary (its filters,
  * logged whole), while one into a range without a summary costs nothing.
  */
 export function filledRangesEnd(blocks: number): number {
@@ -107,8 +107,8 @@ export class PartitionRepository {
 
   /**
    * Creates the partition of one UTC day if it does not exist (safe to race). With `lookups`,
-   * the new, empty partition gets its lookup index for the user and session filters at once,
-   * before ingest writes to it.
+   * the new, empty partition gets its lookup index for the user, session and event-name filters
+   * at once, before ingest writes to it.
    */
   async create(day: Date, { lookups = false }: { lookups?: boolean } = {}): Promise<void> {
     const name = dayName(day);
@@ -157,10 +157,10 @@ export class PartitionRepository {
   }
 
   /**
-   * Adds the lookup index for the user and session filters to a partition that ingest still
-   * writes, without blocking writes (for partitions made before the index existed), then drops
-   * the bloom index that an earlier version used instead. Returns the names of the indexes it
-   * built.
+   * Adds the lookup index for the user, session and event-name filters to a partition that
+   * ingest still writes, without blocking writes (for partitions made before the index existed),
+   * then drops the bloom index that an earlier version used instead. Returns the names of the
+   * indexes it built.
    */
   async indexLookups(name: string): Promise<string[]> {
     const built = await this.ensureIndexes(name, { [lookupIndex(name)]: LOOKUP });
