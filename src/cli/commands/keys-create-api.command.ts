@@ -7,7 +7,7 @@ import type { CliRuntime } from '@app/cli/runtime';
 export function keysCreateApiCommand(rt: CliRuntime) {
   return defineJsonCommand(
     'create-api',
-    `Issue an API key that reads the events or rollups of one or more apps. Scopes: ${KNOWN_SCOPES.join(', ')}.`,
+    `Issue an API key for one or more apps: reads, exports, erasure or tracking plans. Scopes: ${KNOWN_SCOPES.join(', ')}.`,
     [
       'tally keys create-api --app 0b6f1c2e-8d4a-4c7e-9a51-2f3d4e5a6b7c --scope events:read --scope rollups:read',
       'tally keys create-api --app <appId> --app <otherAppId> --scope rollups:read --expires-in-days 90 --json',
