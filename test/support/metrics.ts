@@ -1,4 +1,4 @@
-/** The value of one sample line of a Prometheus exposition, or undefined. */
+/** The value of one sample line of a Prometheus exposition, or undefined (twin: metrics.mjs). */
 export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   for (const line of text.split('\n')) {
