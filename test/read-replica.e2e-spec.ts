@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { ReadDatabase } from '@app/database/read-database';
 import { bearer, makeTenant, postIngest } from './factories';
 import { sample } from './support/metrics';
-import { startTestApp, testDatabaseUrl, TestApp } from './support/test-app';
+import { startTestApp, testReplicaUrl, TestApp } from './support/test-app';
 import { Contract } from './support/contract';
 
 // The real standby (replay paused, stopped, restarted) is exercised by test/reliability/replica.mjs
@@ -27,13 +27,6 @@ function routeIs(t: TestApp, target: 'replica' | 'primary') {
   return async () => sample(await metrics(t), 'tally_read_route', { target }) === 1;
 }
 
-/** The test database under a URL of its own, which the service takes for a replica. */
-function sameDatabaseUrl(): string {
-  const url = new URL(testDatabaseUrl());
-  url.searchParams.set('application_name', 'tally-replica-under-test');
-  return url.toString();
-}
-
 async function ingestOne(t: TestApp, key: string): Promise<string> {
   const eventId = `replica-${randomUUID()}`;
   await postIngest(t.http, key, { events: [{ eventName: 'Replica.read', eventId }] }).expect(200);
@@ -43,7 +36,7 @@ async function ingestOne(t: TestApp, key: string): Promise<string> {
 describe('reads on a replica', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp({ DATABASE_READ_URL: sameDatabaseUrl() });
+    t = await startTestApp({ DATABASE_READ_URL: testReplicaUrl() });
   });
   afterAll(async () => {
     await t.close();

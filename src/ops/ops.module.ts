@@ -44,7 +44,7 @@ export class OpsModule implements NestModule, OnModuleInit {
       const replica = this.readDatabase.replicaDataSource();
       return replica ? poolOf(replica)() : undefined;
     });
-    watchReadRoute(this.metrics.registry, this.readDatabase);
+    watchReadRoute(this.metrics.registry, this.readDatabase, this.config.readMaxLagMs);
     this.metrics.watchReadiness(() =>
       this.readiness.check().then(
         () => true,

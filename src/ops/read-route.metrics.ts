@@ -6,11 +6,17 @@ const TARGETS: ReadTarget[] = ['replica', 'primary'];
 /**
  * The replica routing's metrics, registered only when a replica is configured (so that a
  * deployment without one never shows reads "on the primary" to the alerts):
- * `tally_read_replica_lag_seconds`, `tally_read_route{target}` (1 for the pool that serves reads
+ * `tally_read_replica_lag_seconds`, `tally_read_max_lag_seconds`, `tally_read_route{target}` (1 for the pool that serves reads
  * now) and `tally_read_route_switches_total{to}`.
  */
-export function watchReadRoute(registry: Registry, read: ReadDatabase): void {
+export function watchReadRoute(registry: Registry, read: ReadDatabase, maxLagMs: number): void {
   if (!read.status()) return;
+  // The limit as a series, so that one alert rule fits every deployment's READ_MAX_LAG_MS.
+  new Gauge({
+    name: 'tally_read_max_lag_seconds',
+    help: 'READ_MAX_LAG_MS in seconds: past this replica lag, reads go to the primary.',
+    registers: [registry],
+  }).set(maxLagMs / 1000);
   new Gauge({
     name: 'tally_read_replica_lag_seconds',
     help: 'Replication lag of the read replica at its last check (0 when it has replayed everything; NaN when unreachable).',
