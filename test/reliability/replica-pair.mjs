@@ -184,3 +184,17 @@ export async function startReplicaPair(label = 'replica') {
 function side(dir, port, url) {
   return { dir, port, url, stop: () => stop(dir), start: () => ensure(dir, port) };
 }
+
+/** Epoch ms of the server's first "reads moved to the primary" log line after `since`, or null. */
+export function switchedToPrimaryAt(output, since) {
+  for (const line of output.split('\n')) {
+    if (!line.includes('reads moved to the primary')) continue;
+    try {
+      const { time } = JSON.parse(line);
+      if (time >= since) return time;
+    } catch {
+      /* a partial line */
+    }
+  }
+  return null;
+}

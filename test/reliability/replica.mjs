@@ -22,7 +22,7 @@ import {
   sleep,
   startServer,
 } from './harness.mjs';
-import { query, startReplicaPair } from './replica-pair.mjs';
+import { query, startReplicaPair, switchedToPrimaryAt } from './replica-pair.mjs';
 import { sample } from '../support/metrics.mjs';
 
 const MAX_LAG_MS = 1_500;
@@ -174,20 +174,6 @@ async function checkLagFallback(server, pair, tenant, load) {
     after <= MAX_LAG_MS / 1000,
     String(after),
   );
-}
-
-/** Epoch ms of the server's first "reads moved to the primary" log line after `since`, or null. */
-export function switchedToPrimaryAt(output, since) {
-  for (const line of output.split('\n')) {
-    if (!line.includes('reads moved to the primary')) continue;
-    try {
-      const { time } = JSON.parse(line);
-      if (time >= since) return time;
-    } catch {
-      /* a partial line */
-    }
-  }
-  return null;
 }
 
 async function checkStandbyStopped(server, pair, tenant) {
