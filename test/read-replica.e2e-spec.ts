@@ -33,6 +33,16 @@ async function ingestOne(t: TestApp, key: string): Promise<string> {
   return eventId;
 }
 
+/** GET /api/v1/events of the tenant's app: asserts a 200 and returns the eventIds, newest first. */
+async function readEventIds(t: TestApp, tenant: { appId: string; apiKey: string }): Promise<string[]> {
+  const res = await request(t.http)
+    .get('/api/v1/events')
+    .query({ appId: tenant.appId })
+    .set(bearer(tenant.apiKey));
+  expect(res.status).toBe(200);
+  return res.body.map((e: { eventId: string }) => e.eventId);
+}
+
 describe('reads on a replica', () => {
   let t: TestApp;
   beforeAll(async () => {
@@ -46,12 +56,7 @@ describe('reads on a replica', () => {
     await until('reads on the replica', routeIs(t, 'replica'));
     const tenant = await makeTenant(t.app);
     const eventId = await ingestOne(t, tenant.liveKey);
-    const events = await request(t.http)
-      .get('/api/v1/events')
-      .query({ appId: tenant.appId })
-      .set(bearer(tenant.apiKey));
-    expect(events.status).toBe(200);
-    expect(events.body.map((e: { eventId: string }) => e.eventId)).toEqual([eventId]);
+    expect(await readEventIds(t, tenant)).toEqual([eventId]);
     const rollups = await request(t.http)
       .get('/api/v1/rollups')
       .query({ appId: tenant.appId })
@@ -86,12 +91,7 @@ describe('reads on a replica', () => {
     const before = sample(await metrics(t), 'tally_read_route_switches_total', { to: 'primary' }) ?? 0;
     // The replica's pool goes away under the service, as when the standby stops.
     await t.app.get(ReadDatabase).replicaDataSource()!.destroy();
-    const res = await request(t.http)
-      .get('/api/v1/events')
-      .query({ appId: tenant.appId })
-      .set(bearer(tenant.apiKey));
-    expect(res.status).toBe(200);
-    expect(res.body.map((e: { eventId: string }) => e.eventId)).toEqual([eventId]);
+    expect(await readEventIds(t, tenant)).toEqual([eventId]);
     const text = await metrics(t);
     expect(sample(text, 'tally_read_route', { target: 'primary' })).toBe(1);
     expect(sample(text, 'tally_read_route_switches_total', { to: 'primary' })).toBe(before + 1);
@@ -113,12 +113,7 @@ describe('reads when the replica is unreachable', () => {
   it('serves reads from the primary and stays ready, reporting the replica as degraded', async () => {
     const tenant = await makeTenant(t.app);
     const eventId = await ingestOne(t, tenant.liveKey);
-    const res = await request(t.http)
-      .get('/api/v1/events')
-      .query({ appId: tenant.appId })
-      .set(bearer(tenant.apiKey));
-    expect(res.status).toBe(200);
-    expect(res.body.map((e: { eventId: string }) => e.eventId)).toEqual([eventId]);
+    expect(await readEventIds(t, tenant)).toEqual([eventId]);
 
     await until(
       'a failed replica check',
