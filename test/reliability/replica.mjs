@@ -244,7 +244,7 @@ async function main() {
         DATABASE_READ_URL: pair.standby.url,
         READ_MAX_LAG_MS: String(MAX_LAG_MS),
         READ_RETURN_CHECKS: String(RETURN_CHECKS),
-        LOG_LEVEL: 'info',
+        LOG_LEVEL: 'warn',
         READ_MAX_CONCURRENT_PER_KEY: '1000',
         READ_TIME_MS_PER_SECOND: '1000000',
       },
