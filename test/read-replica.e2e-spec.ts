@@ -52,7 +52,7 @@ describe('reads on a replica', () => {
     await t.close();
   });
 
-  it('serves event and rollup reads from the replica once its first check is healthy', async () => {
+  it('serves event and rollup reads from the replica once its first check is healthy, with no switch', async () => {
     await until('reads on the replica', routeIs(t, 'replica'));
     const tenant = await makeTenant(t.app);
     const eventId = await ingestOne(t, tenant.liveKey);
@@ -65,7 +65,8 @@ describe('reads on a replica', () => {
     const text = await metrics(t);
     expect(sample(text, 'tally_read_route', { target: 'primary' })).toBe(0);
     expect(sample(text, 'tally_read_replica_lag_seconds')).toBe(0);
-    expect(sample(text, 'tally_read_route_switches_total', { to: 'replica' })).toBe(1);
+    expect(sample(text, 'tally_read_route_switches_total', { to: 'replica' })).toBe(0);
+    expect(sample(text, 'tally_read_route_switches_total', { to: 'primary' })).toBe(0);
     expect(sample(text, 'tally_db_pool_connections', { pool: 'replica' })).toBeGreaterThan(0);
   });
 
@@ -136,6 +137,7 @@ describe('reads when the replica is unreachable', () => {
     expect(sample(text, 'tally_read_route', { target: 'primary' })).toBe(1);
     expect(sample(text, 'tally_read_route', { target: 'replica' })).toBe(0);
     expect(sample(text, 'tally_read_route_switches_total', { to: 'replica' })).toBe(0);
+    expect(sample(text, 'tally_read_route_switches_total', { to: 'primary' })).toBe(1);
     expect(sample(text, 'tally_read_replica_lag_seconds')).toBeNaN();
   });
 });

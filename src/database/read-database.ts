@@ -118,7 +118,9 @@ export class ReplicaReadDatabase
 
   override status(): ReplicaStatus {
     const lagSeconds = this.lagMs === null ? null : this.lagMs / 1000;
-    return { target: this.route.target, reachable: this.reachable, lagSeconds };
+    // Until the first healthy check has opened the replica's pool, reads run on the primary.
+    const target = this.route.target === 'replica' && this.replica ? 'replica' : 'primary';
+    return { target, reachable: this.reachable, lagSeconds };
   }
 
   override onSwitch(listener: (change: RouteChange) => void): void {

@@ -42,10 +42,10 @@ describe('LagEstimator', () => {
 });
 
 describe('ReadRoute', () => {
-  it('moves to the replica at the first healthy check, to the primary at once, back after N healthy checks', () => {
+  it('starts on the replica, moves to the primary at once, and back after N healthy checks in a row', () => {
     const route = new ReadRoute(1_000, 3);
-    expect(route.target).toBe('primary');
-    expect(route.observe(0)).toEqual({ to: 'replica', reason: expect.any(String) });
+    expect(route.target).toBe('replica');
+    expect(route.observe(0)).toBeNull();
     expect(route.observe(1_001)).toEqual({
       to: 'primary',
       reason: expect.stringContaining('READ_MAX_LAG_MS'),
@@ -60,9 +60,9 @@ describe('ReadRoute', () => {
     expect(route.failed()).toBeNull();
   });
 
-  it('stays on the primary while the replica is unreachable from the start', () => {
+  it('moves to the primary at the first check when the replica is unreachable from the start', () => {
     const route = new ReadRoute(1_000, 2);
-    expect(route.observe(null)).toBeNull();
+    expect(route.observe(null)).toEqual({ to: 'primary', reason: 'the replica is unreachable' });
     expect(route.observe(0)).toBeNull();
     expect(route.observe(0)).toEqual({ to: 'replica', reason: expect.any(String) });
   });

@@ -63,13 +63,13 @@ export interface RouteChange {
 /**
  * Where reads go, with hysteresis: one failed check, or one connection error of a read, sends
  * them to the primary at once; they return to the replica after `returnAfter` healthy checks in
- * a row, so that a replica hovering around the limit does not flip reads back and forth. Reads
- * start on the primary and move to the replica at the first healthy check.
+ * a row, so that a replica hovering around the limit does not flip reads back and forth. The
+ * route starts on the replica, as configured: a replica that is healthy from the start never
+ * switches.
  */
 export class ReadRoute {
-  private current: ReadTarget = 'primary';
+  private current: ReadTarget = 'replica';
   private healthyInARow = 0;
-  private checked = false;
 
   constructor(
     private readonly maxLagMs: number,
@@ -82,21 +82,14 @@ export class ReadRoute {
 
   /** Records one check: `lagMs` null when the replica could not be reached. Returns a switch, if any. */
   observe(lagMs: number | null): RouteChange | null {
-    const first = !this.checked;
-    this.checked = true;
     if (lagMs === null) return this.unhealthy('the replica is unreachable');
     if (lagMs > this.maxLagMs) {
       return this.unhealthy(`the replica lags ${(lagMs / 1000).toFixed(1)} s, past READ_MAX_LAG_MS`);
     }
     this.healthyInARow++;
-    if (this.current === 'primary' && (first || this.healthyInARow >= this.returnAfter)) {
+    if (this.current === 'primary' && this.healthyInARow >= this.returnAfter) {
       this.current = 'replica';
-      return {
-        to: 'replica',
-        reason: first
-          ? 'the replica is healthy'
-          : `the replica was healthy for ${this.healthyInARow} checks in a row`,
-      };
+      return { to: 'replica', reason: `the replica was healthy for ${this.healthyInARow} checks in a row` };
     }
     return null;
   }
