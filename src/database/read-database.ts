@@ -3,7 +3,7 @@ import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import { createDataSource, DataSourceSettings } from './data-source';
 import { LagEstimator, parseLsn, ReadRoute, ReadTarget, ReplicaSample, RouteChange } from './read-route';
-import { isConnectionError } from './transient-error';
+import { isConnectionError, isRecoveryConflict } from './transient-error';
 
 export type { ReadTarget, RouteChange } from './read-route';
 
@@ -72,7 +72,8 @@ export interface ReplicaReadSettings {
  * request): reachable, and its lag (see LagEstimator). While the replica is unreachable or lags
  * more than READ_MAX_LAG_MS, reads go to the primary; ReadRoute decides when they return. A
  * read that fails on the replica with a connection error moves reads to the primary at once and
- * is retried there once, so that a replica dying mid-request costs no error.
+ * is retried there once, so that a replica dying mid-request costs no error; a read the standby
+ * cancelled for a recovery conflict is retried on the primary too, without moving the others.
  */
 export class ReplicaReadDatabase
   extends ReadDatabase
@@ -110,8 +111,9 @@ export class ReplicaReadDatabase
     try {
       return await work(replica);
     } catch (err) {
-      if (!isConnectionError(err)) throw err;
-      this.apply(this.route.failed());
+      if (isConnectionError(err)) this.apply(this.route.failed());
+      else if (!isRecoveryConflict(err)) throw err;
+      // One retry on the primary; a recovery conflict leaves the route as it is.
       return work(this.primary);
     }
   }

@@ -47,8 +47,7 @@ export function isStatementTimeout(err: unknown): boolean {
 }
 
 // What a read that lost its server looks like: the connection was refused, reset or closed
-// (SQLSTATE class 08, a server shutting down or starting, 57P01–57P03), or a standby cancelled the
-// statement because replay had to remove rows it needed (40001 with a recovery conflict).
+// (SQLSTATE class 08, a server shutting down or starting, 57P01–57P03).
 const CONNECTION_SQLSTATES = new Set(['57P01', '57P02', '57P03']);
 const CONNECTION_MESSAGES = TRANSIENT_MESSAGES.filter((m) => m !== 'no partition of relation');
 
@@ -56,11 +55,22 @@ const CONNECTION_MESSAGES = TRANSIENT_MESSAGES.filter((m) => m !== 'no partition
 export function isConnectionError(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false;
   const code = sqlState(err);
-  const message = (err as Error).message ?? '';
-  if (code) {
-    if (TRANSIENT_NODE_CODES.has(code) || CONNECTION_SQLSTATES.has(code) || code.startsWith('08'))
-      return true;
-    if (code === '40001' && message.includes('conflict with recovery')) return true;
+  if (code && (TRANSIENT_NODE_CODES.has(code) || CONNECTION_SQLSTATES.has(code) || code.startsWith('08'))) {
+    return true;
   }
+  const message = (err as Error).message ?? '';
   return CONNECTION_MESSAGES.some((m) => message.includes(m));
+}
+
+/**
+ * True when a standby cancelled a statement because replay had to remove rows it still needed
+ * (SQLSTATE 40001 or 40P01 "conflict with recovery"): the statement can run elsewhere, the
+ * standby itself is fine.
+ */
+export function isRecoveryConflict(err: unknown): boolean {
+  const code = sqlState(err);
+  return (
+    (code === '40001' || code === '40P01') &&
+    ((err as Error).message ?? '').includes('conflict with recovery')
+  );
 }
