@@ -136,7 +136,7 @@ function previousSection(name) {
 const run = flags.cli
   ? () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git }))
   : flags.replica
-    ? () => import('./scenarios/replica.mjs').then((m) => m.replicaBenchmarkMain({ root: ROOT, log }))
+    ? () => import('./scenarios/replica.mjs').then((m) => m.replicaBenchmarkMain({ root: ROOT, log, git }))
     : main;
 run().then(
   (code) => process.exit(code),

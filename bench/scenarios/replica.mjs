@@ -150,6 +150,12 @@ async function measure(log) {
     log(`seeding ${SEED_REQUESTS * BATCH} events`);
     await ingestLoad(onPrimary, tenant, SEED_REQUESTS);
     await pair.standby.caughtUp();
+    // Warm both sides' caches with the pages the rounds read, so that round 1 is not a cold read.
+    for (const server of servers) {
+      const warm = readers(server, tenant);
+      await sleep(2_000);
+      await warm.stop();
+    }
     const rounds = [];
     for (let i = 0; i < ROUNDS; i++) {
       for (const [server, readsOn] of [
@@ -177,6 +183,7 @@ async function measure(log) {
     );
     return {
       timestamp: new Date().toISOString(),
+      loadAverage: { before: loadBefore, after: os.loadavg()[0] },
       conditions:
         `primary and standby on this machine (${os.cpus().length} cores, shared with other work: load ` +
         `${loadBefore.toFixed(1)} → ${os.loadavg()[0].toFixed(1)}); ${ROUNDS} alternating rounds of ` +
@@ -201,8 +208,8 @@ async function measure(log) {
 }
 
 /** Measures, prints, and records the `replica` section of latest.json. */
-export async function replicaBenchmarkMain({ root, log }) {
-  const replica = await measure(log);
+export async function replicaBenchmarkMain({ root, log, git }) {
+  const replica = { commit: git(['rev-parse', 'HEAD']), ...(await measure(log)) };
   const file = path.join(root, 'bench', 'results', 'latest.json');
   let results = { schema: 1 };
   try {
