@@ -338,7 +338,7 @@ export interface components {
             };
         };
         EventRecordDto: {
-            /** @description Server-assigned id (a decimal string; ids outgrow JSON-safe integers). */
+            /** @description Server-assigned id, opaque and specific to the app: 22 base64url characters. Stable for an event; its order and value say nothing about other events or apps. */
             id: string;
             /** Format: uuid */
             appId: string;
