@@ -8,7 +8,9 @@
 // Flags: --quick, --skip-reads (no reads dataset, no rollup figures), --keep-pg (leave the cached
 // cluster running afterwards, for inspection), --profile (write a V8 CPU profile of the ingest
 // server to bench/.cache/profiles/ and list its hottest functions), --cli (only the admin CLI's
-// timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --pair (two
+// timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --isolation (a
+// victim app's latency with and without a hostile ingest key, bench/scenarios/isolation.mjs,
+// recorded in the `isolation` section), --pair (two
 // builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
@@ -58,6 +60,18 @@ async function main() {
       fs.rmSync(dist, { recursive: true, force: true });
     }
     return correctness.every((c) => c.pass) ? 0 : 1;
+  }
+  if (flags.isolation) {
+    const { isolationMode } = await import('./scenarios/isolation.mjs');
+    return isolationMode({
+      dist,
+      cluster,
+      quick: QUICK,
+      log,
+      stopCluster,
+      resultsDir: path.join(BENCH, 'results'),
+      loadAverage: () => os.loadavg()[0],
+    });
   }
   if (flags.robustness)
     return robustnessMode({

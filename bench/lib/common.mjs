@@ -23,6 +23,8 @@ export const { values: flags } = parseArgs({
     profile: { type: 'boolean', default: false },
     cli: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },
+    // Victim latency under a hostile ingest key (bench/scenarios/isolation.mjs), section `isolation`.
+    isolation: { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
     // Paired A/B of two builds (bench/scenarios/pair.mjs).
     pair: { type: 'boolean', default: false },
