@@ -448,7 +448,8 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
     ])('%s carries the security headers and no fingerprint', async (_label, call) => {
       const res = await call();
       expect(res.headers['x-content-type-options']).toBe('nosniff');
-      expect(res.headers['strict-transport-security']).toMatch(/max-age=\d+/);
+      // Plain HTTP: HSTS only over HTTPS (test/node-http-errors.e2e-spec.ts).
+      expect(res.headers['strict-transport-security']).toBeUndefined();
       expect(res.headers['x-frame-options']).toBeDefined();
       expect(res.headers['content-security-policy']).toContain("default-src 'none'");
       expect(res.headers['x-powered-by']).toBeUndefined();
@@ -461,7 +462,6 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
       'cross-origin-opener-policy',
       'origin-agent-cluster',
       'referrer-policy',
-      'strict-transport-security',
       'x-content-type-options',
       'x-dns-prefetch-control',
       'x-download-options',
