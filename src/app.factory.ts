@@ -162,7 +162,8 @@ export async function createApp(
   const server = app.getHttpServer() as import('node:http').Server;
   server.headersTimeout = 20_000;
   server.requestTimeout = 60_000;
-  server.connectionsCheckingInterval = 1_000;
+  // A public property of Node's server that its type declarations omit.
+  (server as typeof server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = 1_000;
   answerNodeErrorsAsProblems(server);
   return app;
 }

@@ -127,7 +127,9 @@ describe('the header timeout is enforced within a second of its value, with prob
   const t = useTestApp();
 
   it('headers that never end get 408 request_timeout', async () => {
-    expect(t.http.connectionsCheckingInterval).toBeLessThanOrEqual(1000);
+    const checking = (t.http as typeof t.http & { connectionsCheckingInterval: number })
+      .connectionsCheckingInterval;
+    expect(checking).toBeLessThanOrEqual(1000);
     // A short header timeout for this server only, so the test does not wait 20 s.
     t.http.headersTimeout = 500;
     t.http.requestTimeout = 1000;

@@ -260,6 +260,7 @@ export class IngestBodyReader {
       );
     }
     const buffer = await this.collect(req, encoding, limit, rawLimit, this.account(req, keyId));
+    cpu.chargeBody(buffer.length);
     return cpu.time(() => parseBody(buffer));
   }
 

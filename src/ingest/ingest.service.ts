@@ -106,7 +106,7 @@ export class IngestService {
     let rejected = 0;
     let duplicates = 0;
     // The validation is the key's CPU (INGEST_CPU_MS_PER_SECOND), whatever it accepts or rejects.
-    const validating = performance.now();
+    const validating = cpu.start();
     for (let i = 0; i < events.length; i++) {
       const event = validator.validate(events[i], i);
       if (event === null) {
@@ -119,7 +119,7 @@ export class IngestService {
         toStore.push(event);
       }
     }
-    cpu.ms += performance.now() - validating;
+    cpu.stop(validating);
 
     let accepted = toStore.length;
     if (toStore.length) {
