@@ -26,6 +26,7 @@ describe('ingest CPU budget per key (INGEST_CPU_MS_PER_SECOND)', () => {
     expect(over.body).toEqual(expect.objectContaining({ limitCpuMsPerSecond: 1 }));
     expect(over.body.detail).toMatch(/CPU/);
     expect(Number(over.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(over.headers['connection']).toBe('close');
     const stored = (await t.db.query(`SELECT count(*)::int AS n FROM events WHERE app_id = $1`, [
       attacker.appId,
     ])) as { n: number }[];

@@ -67,7 +67,11 @@ export class IngestCpuBudgets extends KeyTimeBudgets {
         'rate_limited',
         `This key's ingest requests used more than ${msPerSecond} ms of server CPU per second; nothing was stored. Retry after Retry-After.`,
         {
-          headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) },
+          // The body is not read: closing the connection spares the server the rest of the upload.
+          headers: {
+            'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))),
+            Connection: 'close',
+          },
           extra: { limitCpuMsPerSecond: msPerSecond },
         },
       );
