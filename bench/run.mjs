@@ -61,27 +61,20 @@ async function main() {
     }
     return correctness.every((c) => c.pass) ? 0 : 1;
   }
+  // The modes that run alone on the cluster and write their own section of the results.
+  const standalone = {
+    dist,
+    cluster,
+    quick: QUICK,
+    log,
+    stopCluster,
+    resultsDir: path.join(BENCH, 'results'),
+  };
   if (flags.isolation) {
     const { isolationMode } = await import('./scenarios/isolation.mjs');
-    return isolationMode({
-      dist,
-      cluster,
-      quick: QUICK,
-      log,
-      stopCluster,
-      resultsDir: path.join(BENCH, 'results'),
-      loadAverage: () => os.loadavg()[0],
-    });
+    return isolationMode({ ...standalone, loadAverage: () => os.loadavg()[0] });
   }
-  if (flags.robustness)
-    return robustnessMode({
-      dist,
-      cluster,
-      quick: QUICK,
-      log,
-      stopCluster,
-      resultsDir: path.join(BENCH, 'results'),
-    });
+  if (flags.robustness) return robustnessMode(standalone);
   const results = {
     schema: 1,
     mode: QUICK ? 'quick' : 'full',
