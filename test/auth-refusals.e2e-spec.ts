@@ -111,6 +111,7 @@ describe('unknown, revoked, expired and bad-checksum keys are answered alike', (
     for (const value of values) expect(value).toBeGreaterThanOrEqual(REFUSAL_FLOOR_MS);
     // Generous on a loaded machine, yet tight enough to catch the lookup of an unknown key, which
     // takes about twice as long as a refusal from memory when nothing pads the answers.
-    expect(Math.max(...values) / Math.min(...values)).toBeLessThanOrEqual(1.3);
+    const ratio = Math.max(...values) / Math.min(...values);
+    expect({ medians, ratio: ratio <= 1.3 }).toEqual({ medians, ratio: true });
   });
 });
