@@ -3,6 +3,7 @@ import request from 'supertest';
 import { generateKey } from '@app/auth/key-format';
 import { REFUSAL_FLOOR_MS } from '@app/auth/key-auth';
 import { KeysService } from '@app/auth/keys.service';
+import { KeyRepository } from '@app/auth/key.repository';
 import { bearer, makeApiKey, makeTenant, postIngest } from './factories';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
@@ -61,6 +62,56 @@ describe('forged keys from one address never lock out a valid key', () => {
       429,
       'too_many_auth_failures',
     );
+  });
+});
+
+describe('lookups of unknown keys', () => {
+  const t = useTestApp({ AUTH_FAILURE_LIMIT: '5' });
+  afterEach(() => jest.restoreAllMocks());
+
+  it('a repeated unknown key costs one lookup; a bad checksum costs none', async () => {
+    const lookups = jest.spyOn(t.app.get(KeyRepository), 'findByHash');
+    const repeated = forged('api');
+    for (let i = 0; i < 4; i++) {
+      expectProblem(await request(t.http).get('/api/v1/key').set(bearer(repeated)), 401, 'invalid_key');
+    }
+    expect(lookups).toHaveBeenCalledTimes(1);
+    await request(t.http)
+      .get('/api/v1/key')
+      .set(bearer(badChecksum('api')));
+    expect(lookups).toHaveBeenCalledTimes(1);
+  });
+
+  it('from a blocked address they run one at a time, and a valid key is still served', async () => {
+    const tenant = await makeTenant(t.app);
+    for (let i = 0; i < 6; i++)
+      await request(t.http)
+        .get('/api/v1/key')
+        .set(bearer(badChecksum('api')));
+    const repository = t.app.get(KeyRepository);
+    const original = repository.findByHash.bind(repository);
+    let running = 0;
+    let most = 0;
+    jest.spyOn(repository, 'findByHash').mockImplementation(async (hash) => {
+      running++;
+      most = Math.max(most, running);
+      try {
+        return await original(hash);
+      } finally {
+        running--;
+      }
+    });
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        request(t.http)
+          .get('/api/v1/key')
+          .set(bearer(forged('api'))),
+      ),
+    );
+    for (const res of answers) expectProblem(res, 429, 'too_many_auth_failures');
+    expect(most).toBe(1);
+    const key = await makeApiKey(t.app, [tenant.appId]);
+    expect((await request(t.http).get('/api/v1/key').set(bearer(key.key))).status).toBe(200);
   });
 });
 
