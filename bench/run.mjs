@@ -8,10 +8,11 @@
 // Flags: --quick, --skip-reads (no reads dataset, no rollup figures), --keep-pg (leave the cached
 // cluster running afterwards, for inspection), --profile (write a V8 CPU profile of the ingest
 // server to bench/.cache/profiles/ and list its hottest functions), --cli (only the admin CLI's
-// timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --pair (two
-// builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json),
-// --replica (reads on a hot standby against reads on the primary, bench/scenarios/replica.mjs,
-// recorded in the `replica` section of latest.json).
+// timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --isolation (a
+// victim app's latency with and without a hostile ingest key, bench/scenarios/isolation.mjs,
+// recorded in the `isolation` section), --pair (two builds loaded side by side,
+// bench/scenarios/pair.mjs, written to bench/results/pair.json), --replica (reads on a hot standby
+// against reads on the primary, bench/scenarios/replica.mjs, recorded in the `replica` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -61,15 +62,20 @@ async function main() {
     }
     return correctness.every((c) => c.pass) ? 0 : 1;
   }
-  if (flags.robustness)
-    return robustnessMode({
-      dist,
-      cluster,
-      quick: QUICK,
-      log,
-      stopCluster,
-      resultsDir: path.join(BENCH, 'results'),
-    });
+  // The modes that run alone on the cluster and write their own section of the results.
+  const standalone = {
+    dist,
+    cluster,
+    quick: QUICK,
+    log,
+    stopCluster,
+    resultsDir: path.join(BENCH, 'results'),
+  };
+  if (flags.isolation) {
+    const { isolationMode } = await import('./scenarios/isolation.mjs');
+    return isolationMode({ ...standalone, loadAverage: () => os.loadavg()[0] });
+  }
+  if (flags.robustness) return robustnessMode(standalone);
   const results = {
     schema: 1,
     mode: QUICK ? 'quick' : 'full',

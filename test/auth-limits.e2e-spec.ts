@@ -60,9 +60,13 @@ describe('TRUST_PROXY as a list of proxy addresses and CIDRs', () => {
       expectProblem(res, 401, 'invalid_key');
     }
     expectProblem(
-      await read(t, tenant.appId, tenant.apiKey, '192.0.2.200, 203.0.113.20, 10.7.7.7'),
+      await read(t, tenant.appId, badKey('tly_api_', 99), '192.0.2.200, 203.0.113.20, 10.7.7.7'),
       429,
       'too_many_auth_failures',
+    );
+    // A valid key from the blocked client is still served.
+    expect((await read(t, tenant.appId, tenant.apiKey, '192.0.2.201, 203.0.113.20, 10.7.7.7')).status).toBe(
+      200,
     );
     // Another client behind the same proxies is not affected.
     expect((await read(t, tenant.appId, tenant.apiKey, '203.0.113.21, 10.1.2.3')).status).toBe(200);
@@ -78,7 +82,7 @@ describe('TRUST_PROXY as a list of proxy addresses and CIDRs', () => {
   );
 });
 
-describe('the invalid-key limit counts unknown keys only, per address and key prefix', () => {
+describe('the invalid-key limit counts refused keys only, per address and key prefix', () => {
   const t = useTestApp({ AUTH_FAILURE_LIMIT: String(LIMIT) });
 
   it('valid keys of the wrong kind are answered 401 wrong_key_type and never lock the address out', async () => {
@@ -95,7 +99,7 @@ describe('the invalid-key limit counts unknown keys only, per address and key pr
     expectProblem(ingest, 401, 'wrong_key_type');
   });
 
-  it('guessed ingest keys block ingest keys from the address, not its read keys', async () => {
+  it('guessed ingest keys block guessed ingest keys from the address, never a valid key', async () => {
     const tenant = await makeTenant(t.app);
     const ingest = (key: string) =>
       request(t.http)
@@ -104,8 +108,9 @@ describe('the invalid-key limit counts unknown keys only, per address and key pr
         .set('Content-Type', 'application/json')
         .send('{"events":[{"eventName":"x"}]}');
     for (let i = 0; i < LIMIT; i++) expectProblem(await ingest(badKey('tly_live_', i)), 401, 'invalid_key');
-    expectProblem(await ingest(tenant.liveKey), 429, 'too_many_auth_failures');
-    // Other prefixes from the same address still work: test ingest keys, read keys, and a
+    expectProblem(await ingest(badKey('tly_live_', 99)), 429, 'too_many_auth_failures');
+    expect((await ingest(tenant.liveKey)).status).toBe(200);
+    // Other prefixes from the same address are not counted: test ingest keys, read keys, and a
     // missing key is still told it is missing.
     expect((await ingest(tenant.testKey)).status).toBe(200);
     expect((await read(t, tenant.appId, tenant.apiKey)).status).toBe(200);

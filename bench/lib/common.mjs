@@ -25,6 +25,8 @@ export const { values: flags } = parseArgs({
     // Reads on a hot standby against reads on the primary (bench/scenarios/replica.mjs).
     replica: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },
+    // Victim latency under a hostile ingest key (bench/scenarios/isolation.mjs), section `isolation`.
+    isolation: { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
     // Paired A/B of two builds (bench/scenarios/pair.mjs).
     pair: { type: 'boolean', default: false },

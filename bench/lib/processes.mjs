@@ -150,6 +150,7 @@ export async function startServer({ dist, databaseUrl, env = {}, nodeArgs = [] }
       READ_RATE_REQUESTS: '10000000',
       READ_MAX_CONCURRENT_PER_KEY: '10000',
       READ_TIME_MS_PER_SECOND: '1000000',
+      INGEST_CPU_MS_PER_SECOND: '1000000',
       AUTH_FAILURE_LIMIT: '10000000',
       ...env,
     },

@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
-import { RateLimitStore, retryAfterSeconds } from '@app/common/rate-limit/rate-limit.store';
+import { RateLimitStore, retryAfterSeconds, WindowCount } from '@app/common/rate-limit/rate-limit.store';
 import { bearerToken } from './authenticated-request';
 
 const WINDOW_MS = 60_000;
@@ -18,14 +18,19 @@ export function keyPrefixClass(token: string | null): 'live' | 'test' | 'api' | 
 }
 
 /**
- * Slows down key guessing: after AUTH_FAILURE_LIMIT unknown or invalid keys from one client
- * address and one key prefix in a minute, that address gets 429 for keys of that prefix until
- * the minute is over. Keying by prefix as well keeps a guesser of ingest keys from locking out
- * read clients behind the same NAT, and the other way round. A valid key of the wrong kind is
- * a client mistake, not a guess, and is not counted.
+ * Counts refused keys (missing, malformed, unknown, revoked, expired) per client address and
+ * key prefix over a minute. Past AUTH_FAILURE_LIMIT, further refusals from that address are
+ * answered 429 instead of 401, and its database lookups of keys the instance does not know are
+ * run one at a time. It never refuses a key that is valid: brute force against 256-bit secrets
+ * is hopeless, so the limit is there to slow a misbehaving client and to bound what its lookups
+ * cost the database, not to guard the secrets. A valid key of the wrong kind is a client
+ * mistake, not a guess, and is not counted.
  */
 @Injectable()
 export class AuthFailureLimiter {
+  // Per blocked address: the tail of its chain of lookups.
+  private readonly lookups = new Map<string, Promise<unknown>>();
+
   constructor(
     private readonly store: RateLimitStore,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -36,18 +41,32 @@ export class AuthFailureLimiter {
     return `authfail:${keyPrefixClass(bearerToken(req))}:${address}`;
   }
 
-  async assertNotBlocked(req: Request): Promise<void> {
-    const window = await this.store.peek(this.key(req));
-    if (window.count >= this.config.authFailureLimit) {
-      throw new AppError(
-        'too_many_auth_failures',
-        'Too many requests with invalid keys from this address. Try again later.',
-        { headers: { 'Retry-After': String(retryAfterSeconds(window)) } },
-      );
-    }
+  /**
+   * Runs `lookup` (a database lookup of a well-formed key this instance does not know) at once,
+   * or, for an address past the limit, after that address's previous lookups have ended.
+   */
+  async throttleLookup<T>(req: Request, lookup: () => Promise<T>): Promise<T> {
+    const key = this.key(req);
+    const window = await this.store.peek(key);
+    if (window.count < this.config.authFailureLimit) return lookup();
+    const previous = this.lookups.get(key) ?? Promise.resolve();
+    const mine = previous.then(lookup, lookup);
+    const tail = mine.catch(() => undefined);
+    this.lookups.set(key, tail);
+    void tail.then(() => {
+      if (this.lookups.get(key) === tail) this.lookups.delete(key);
+    });
+    return mine;
   }
 
-  async recordFailure(req: Request): Promise<void> {
-    await this.store.hit(this.key(req), 1, WINDOW_MS);
+  /** Counts a refused key; the error to answer with: 401 `invalid_key`, or 429 past the limit. */
+  async recordFailure(req: Request, refusal: AppError): Promise<AppError> {
+    const window: WindowCount = await this.store.hit(this.key(req), 1, WINDOW_MS);
+    if (window.count <= this.config.authFailureLimit) return refusal;
+    return new AppError(
+      'too_many_auth_failures',
+      'Too many requests with invalid keys from this address. Try again later.',
+      { headers: { 'Retry-After': String(retryAfterSeconds(window)) } },
+    );
   }
 }

@@ -55,6 +55,8 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   // at once (KeyRevocationListener); when that notification is missed, entries are still never
   // served past KEY_CACHE_TTL_MS (at most 30 s).
   private readonly cache = new Map<string, { key: KeyEntity | null; readAt: number }>();
+  // hash (hex) of well-formed keys a lookup found unknown → when; trusted for KEY_CACHE_TTL_MS.
+  private readonly unknown = new Map<string, number>();
   private readonly used = new Set<string>();
   private flushTimer?: NodeJS.Timeout;
 
@@ -250,20 +252,34 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
 
   /**
    * Resolves a presented key to a usable key, or null when it is malformed, unknown, revoked
-   * or expired. The checksum refuses mistyped keys before any lookup.
+   * or expired. The checksum refuses mistyped keys before any lookup; a well-formed key that a
+   * lookup found unknown a moment ago is refused from memory. `gate` wraps the database lookup
+   * (the caller throttles the lookups of a client that keeps presenting unknown keys).
    */
-  async authenticate(presented: string): Promise<RequestKey | null> {
+  async authenticate(
+    presented: string,
+    gate: <T>(lookup: () => Promise<T>) => Promise<T> = (lookup) => lookup(),
+  ): Promise<RequestKey | null> {
     if (!parseKey(presented)) return null;
     const hash = hashKey(presented);
     const cacheKey = hash.toString('hex');
     const now = Date.now();
     let entry = this.cache.get(cacheKey);
     if (!entry || now - entry.readAt >= this.config.keyCacheTtlMs) {
-      const key = await this.keys.findByHash(hash);
-      if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
+      const unknownSince = this.unknown.get(cacheKey);
+      if (unknownSince !== undefined && now - unknownSince < this.config.keyCacheTtlMs) return null;
+      const key = await gate(() => this.keys.findByHash(hash));
       entry = { key, readAt: now };
-      // Unknown keys are not cached: a key issued a moment ago must work at once.
-      if (key) this.cache.set(cacheKey, entry);
+      if (key) {
+        if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
+        this.cache.set(cacheKey, entry);
+        this.unknown.delete(cacheKey);
+      } else {
+        // Nobody can present a key before it is issued (256 random bits), so remembering an
+        // unknown hash never delays a new key; it spares the database repeated guesses.
+        if (this.unknown.size >= CACHE_MAX_ENTRIES) this.unknown.clear();
+        this.unknown.set(cacheKey, now);
+      }
     }
     const key = entry.key;
     if (!key || key.revokedAt || (key.expiresAt && key.expiresAt.getTime() <= now)) return null;

@@ -4,6 +4,7 @@ import { Observable, finalize } from 'rxjs';
 import { requestKey } from './authenticated-request';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
+import { KeyTimeBudgets } from '@app/common/rate-limit/time-budget';
 
 // A read turned away for concurrency usually finds room within a second: reads end within
 // READ_STATEMENT_TIMEOUT_MS, and most in milliseconds.
@@ -11,48 +12,14 @@ const CONCURRENCY_RETRY_AFTER_SECONDS = 1;
 // A key that was idle may spend one second of read time at once (one slow read).
 const TIME_BURST_MS = 1000;
 
-interface KeyReads {
-  running: number;
-  /** Read milliseconds the key may still spend; refills at READ_TIME_MS_PER_SECOND. */
-  credit: number;
-  refilledAt: number;
-}
-
-export type ReadAdmission =
-  { ok: true } | { ok: false; reason: 'concurrency' } | { ok: false; reason: 'time'; retryAfterMs: number };
-
 /**
  * The reads of each key on this instance: how many run, and how much read time the key has
  * left. One instance is shared by every read controller.
  */
 @Injectable()
-export class ReadSlots {
-  private readonly keys = new Map<string, KeyReads>();
-
-  take(keyId: string, maxRunning: number, msPerSecond: number, now = Date.now()): ReadAdmission {
-    let entry = this.keys.get(keyId);
-    if (!entry) {
-      entry = { running: 0, credit: TIME_BURST_MS, refilledAt: now };
-      this.keys.set(keyId, entry);
-    }
-    entry.credit = Math.min(TIME_BURST_MS, entry.credit + ((now - entry.refilledAt) * msPerSecond) / 1000);
-    entry.refilledAt = now;
-    if (entry.running >= maxRunning) return { ok: false, reason: 'concurrency' };
-    if (entry.credit <= 0) {
-      return { ok: false, reason: 'time', retryAfterMs: (-entry.credit * 1000) / msPerSecond };
-    }
-    entry.running++;
-    return { ok: true };
-  }
-
-  /** A read of the key ended after `elapsedMs`: charge it. */
-  give(keyId: string, elapsedMs: number): void {
-    const entry = this.keys.get(keyId);
-    if (!entry) return;
-    entry.running--;
-    entry.credit -= elapsedMs;
-    // A key with nothing running and full credit needs no entry.
-    if (entry.running <= 0 && entry.credit >= TIME_BURST_MS) this.keys.delete(keyId);
+export class ReadSlots extends KeyTimeBudgets {
+  constructor() {
+    super(() => TIME_BURST_MS);
   }
 }
 
@@ -95,6 +62,8 @@ export class ReadConcurrencyInterceptor implements NestInterceptor {
       );
     }
     const started = performance.now();
-    return next.handle().pipe(finalize(() => this.slots.give(keyId, performance.now() - started)));
+    return next
+      .handle()
+      .pipe(finalize(() => this.slots.give(keyId, performance.now() - started, msPerSecond)));
   }
 }

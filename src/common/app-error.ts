@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'invalid_cursor'
   | 'unsupported_encoding'
   | 'invalid_header'
+  | 'malformed_request'
   // 401 / 403
   | 'invalid_key'
   | 'wrong_key_type'
@@ -18,7 +19,11 @@ export type ErrorCode =
   // 404 / 405 / 408 / 409
   | 'not_found'
   | 'body_timeout'
+  | 'request_timeout'
   | 'conflict'
+  // 417 / 431
+  | 'expectation_failed'
+  | 'headers_too_large'
   // 413 / 415
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -37,13 +42,17 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   invalid_cursor: 'Invalid cursor',
   unsupported_encoding: 'Unsupported content encoding',
   invalid_header: 'Invalid request header',
+  malformed_request: 'Malformed HTTP request',
   invalid_key: 'Invalid or missing key',
   wrong_key_type: 'Wrong kind of key',
   insufficient_scope: 'Key lacks the required scope',
   app_forbidden: 'Key has no access to this app',
   not_found: 'Not found',
   body_timeout: 'Request body too slow',
+  request_timeout: 'Request too slow',
   conflict: 'Conflicts with the current state',
+  expectation_failed: 'Expectation not supported',
+  headers_too_large: 'Request headers too large',
   payload_too_large: 'Batch too large',
   unsupported_media_type: 'Unsupported media type',
   rate_limited: 'Rate limit exceeded',
@@ -60,6 +69,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   invalid_query: 400,
   invalid_cursor: 400,
   invalid_header: 400,
+  malformed_request: 400,
   unsupported_encoding: 415,
   invalid_key: 401,
   wrong_key_type: 401,
@@ -67,7 +77,10 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   app_forbidden: 403,
   not_found: 404,
   body_timeout: 408,
+  request_timeout: 408,
   conflict: 409,
+  expectation_failed: 417,
+  headers_too_large: 431,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

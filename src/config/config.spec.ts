@@ -1,4 +1,4 @@
-import { ConfigError, defaultWriteConcurrency, loadConfig } from './config';
+import { ConfigError, defaultIngestCpuMsPerSecond, defaultWriteConcurrency, loadConfig } from './config';
 
 describe('loadConfig', () => {
   it('has the documented defaults', () => {
@@ -115,5 +115,14 @@ describe('loadConfig', () => {
       dashboardEnabled: false,
       databaseUrl: 'postgres://u@h/db',
     });
+  });
+});
+
+describe('INGEST_CPU_MS_PER_SECOND default', () => {
+  it('is an eighth of the cores in ms, from 100 to 500', () => {
+    expect(defaultIngestCpuMsPerSecond(1)).toBe(125);
+    expect(defaultIngestCpuMsPerSecond(2)).toBe(250);
+    expect(defaultIngestCpuMsPerSecond(4)).toBe(500);
+    expect(defaultIngestCpuMsPerSecond(64)).toBe(500);
   });
 });

@@ -70,6 +70,8 @@ export interface AppConfig {
   readMaxConcurrentPerKey: number;
   /** Read time (ms) one key may use per second on an instance, after a 1 s burst; past it, 429. */
   readTimeMsPerSecond: number;
+  /** Ingest CPU (ms of parsing and validation) one key may use per second on an instance; past it, 429. */
+  ingestCpuMsPerSecond: number;
   authFailureLimit: number;
 
   rollupsEnabled: boolean;
@@ -323,6 +325,13 @@ function readConfig(env: Env): AppConfig {
     readStatementTimeoutMs: int(env, 'READ_STATEMENT_TIMEOUT_MS', 5_000, 1, 3_600_000),
     readMaxConcurrentPerKey: int(env, 'READ_MAX_CONCURRENT_PER_KEY', 2, 1, 10_000),
     readTimeMsPerSecond: int(env, 'READ_TIME_MS_PER_SECOND', 500, 1, 1_000_000),
+    ingestCpuMsPerSecond: int(
+      env,
+      'INGEST_CPU_MS_PER_SECOND',
+      defaultIngestCpuMsPerSecond(availableParallelism()),
+      1,
+      1_000_000,
+    ),
     authFailureLimit: int(env, 'AUTH_FAILURE_LIMIT', 20, 1, 10_000_000),
 
     rollupsEnabled: bool(env, 'ROLLUPS_ENABLED', true),
@@ -333,6 +342,15 @@ function readConfig(env: Env): AppConfig {
 
     dashboardEnabled: bool(env, 'DASHBOARD_ENABLED', true),
   };
+}
+
+/**
+ * One key's share of an instance's ingest CPU per second: an eighth of the machine's cores,
+ * at most half of the one event loop that parses and validates every app's batches, so that
+ * one key alone can never take most of it.
+ */
+export function defaultIngestCpuMsPerSecond(cores: number): number {
+  return Math.max(100, Math.min(500, Math.round((cores * 1000) / 8)));
 }
 
 /** Reads the process environment. The only place that touches `process.env`. */

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { openEventId, sealEventId, SEALED_EVENT_ID_BYTES } from '@app/common/event-ids';
 
 /** Where a page ended: the last row's receive time (epoch microseconds) and id. */
 export interface CursorPosition {
@@ -6,8 +7,8 @@ export interface CursorPosition {
   id: bigint;
 }
 
-const VERSION = 1;
-const POSITION_BYTES = 1 + 8 + 8;
+const VERSION = 2;
+const POSITION_BYTES = 1 + 8 + SEALED_EVENT_ID_BYTES;
 const MAC_BYTES = 16;
 
 function mac(secret: Buffer, binding: string, position: Buffer): Buffer {
@@ -20,27 +21,39 @@ function mac(secret: Buffer, binding: string, position: Buffer): Buffer {
 }
 
 /**
- * An opaque, tamper-evident cursor: base64url of (version, receivedUs, id) plus a truncated
- * HMAC-SHA256 over that position and `binding` (the app and filters of the query). A cursor
- * therefore only works for the query that produced it.
+ * An opaque, tamper-evident cursor: base64url of (version, receivedUs, the id sealed for the
+ * app as answers show it, see event-ids) plus a truncated HMAC-SHA256 over that position and
+ * `binding` (the app and filters of the query). A cursor therefore only works for the query
+ * that produced it, and shows no more of the shared id sequence than the records do.
  */
-export function encodeCursor(secret: Buffer, binding: string, position: CursorPosition): string {
+export function encodeCursor(
+  secret: Buffer,
+  appId: string,
+  binding: string,
+  position: CursorPosition,
+): string {
   const body = Buffer.alloc(POSITION_BYTES);
   body.writeUInt8(VERSION, 0);
   body.writeBigInt64BE(position.receivedUs, 1);
-  body.writeBigInt64BE(position.id, 9);
+  sealEventId(secret, appId, position.id).copy(body, 9);
   return Buffer.concat([body, mac(secret, binding, body)]).toString('base64url');
 }
 
 /** The position inside a cursor, or null when it is malformed, forged or from another query. */
-export function decodeCursor(secret: Buffer, binding: string, token: string): CursorPosition | null {
+export function decodeCursor(
+  secret: Buffer,
+  appId: string,
+  binding: string,
+  token: string,
+): CursorPosition | null {
   if (!/^[A-Za-z0-9_-]+$/.test(token)) return null;
   const raw = Buffer.from(token, 'base64url');
   if (raw.length !== POSITION_BYTES + MAC_BYTES || raw.toString('base64url') !== token) return null;
   const body = raw.subarray(0, POSITION_BYTES);
   if (body.readUInt8(0) !== VERSION) return null;
   if (!timingSafeEqual(raw.subarray(POSITION_BYTES), mac(secret, binding, body))) return null;
-  const position = { receivedUs: body.readBigInt64BE(1), id: body.readBigInt64BE(9) };
-  if (position.receivedUs < 0n || position.id < 0n) return null;
-  return position;
+  const receivedUs = body.readBigInt64BE(1);
+  const id = openEventId(secret, appId, body.subarray(9));
+  if (receivedUs < 0n || id === null) return null;
+  return { receivedUs, id };
 }

@@ -2,7 +2,12 @@ import { ApiProperty } from '@nestjs/swagger';
 
 /** One event as GET /api/v1/events returns it. Every field is present; absent values are null. */
 export class EventRecordDto {
-  @ApiProperty({ description: 'Server-assigned id (a decimal string; ids outgrow JSON-safe integers).' })
+  @ApiProperty({
+    description:
+      'Server-assigned id, opaque and specific to the app: 22 base64url characters. Stable for an event; ' +
+      'its order and value say nothing about other events or apps.',
+    pattern: '^[A-Za-z0-9_-]{22}$',
+  })
   id!: string;
   @ApiProperty({ format: 'uuid' })
   appId!: string;

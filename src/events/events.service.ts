@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { AppError } from '@app/common/app-error';
 import { normaliseAppId } from '@app/common/ids';
 import { invalidQuery } from '@app/common/query-validation.pipe';
+import { presentEventId } from '@app/common/event-ids';
 import { decodeCursor, encodeCursor } from './cursor';
 import { EventFilters, EventRepository, EventRow } from './event.repository';
 import type { EventRecordDto } from './event-record.dto';
@@ -14,9 +15,9 @@ export interface EventsPage {
   nextCursor: string | null;
 }
 
-function toRecord(row: EventRow): EventRecordDto {
+function toRecord(secret: Buffer, row: EventRow): EventRecordDto {
   return {
-    id: row.id,
+    id: presentEventId(secret, row.app_id, row.id),
     appId: row.app_id,
     eventName: row.event_name,
     anonymousUserId: row.anonymous_user_id,
@@ -70,7 +71,7 @@ export class EventsService {
     const secret = await this.cursorSecret();
     let after = null;
     if (query.cursor !== undefined) {
-      after = decodeCursor(secret, binding, query.cursor);
+      after = decodeCursor(secret, appId, binding, query.cursor);
       if (!after) {
         throw new AppError(
           'invalid_cursor',
@@ -84,9 +85,9 @@ export class EventsService {
     const last = page[page.length - 1];
     const nextCursor =
       rows.length > limit
-        ? encodeCursor(secret, binding, { receivedUs: BigInt(last.received_us), id: BigInt(last.id) })
+        ? encodeCursor(secret, appId, binding, { receivedUs: BigInt(last.received_us), id: BigInt(last.id) })
         : null;
-    return { events: page.map(toRecord), nextCursor };
+    return { events: page.map((row) => toRecord(secret, row)), nextCursor };
   }
 
   /** The signing key never changes while the service runs: read it once. */

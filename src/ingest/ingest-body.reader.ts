@@ -7,6 +7,7 @@ import getRawBody from 'raw-body';
 import { AppError } from '@app/common/app-error';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { batchTooLarge } from './ingest-errors';
+import { CpuMeter } from './ingest-cpu.budget';
 
 export interface IngestBody {
   /** The parsed JSON document. */
@@ -156,6 +157,17 @@ function readError(err: unknown, config: AppConfig, limit: number): AppError {
   return endedEarly();
 }
 
+function parseBody(buffer: Buffer): IngestBody {
+  if (!isUtf8(buffer)) throw new AppError('invalid_json', 'The body is not valid UTF-8.');
+  // A byte order mark is tolerated, as JSON parsers commonly do.
+  const text = buffer.toString('utf8', hasBom(buffer) ? 3 : 0);
+  try {
+    return { value: JSON.parse(text), bytes: buffer.length };
+  } catch (err) {
+    throw new AppError('invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
 /**
  * Reads the ingest body from the request stream. It runs in the handler, after the key guards,
  * so that an unauthenticated client never makes the service read or decompress anything.
@@ -222,7 +234,7 @@ export class IngestBodyReader {
     };
   }
 
-  async read(req: Request, keyId: string): Promise<IngestBody> {
+  async read(req: Request, keyId: string, cpu = new CpuMeter()): Promise<IngestBody> {
     if (!mediaTypeOk(req.headers['content-type'])) {
       throw new AppError(
         'unsupported_media_type',
@@ -248,14 +260,8 @@ export class IngestBodyReader {
       );
     }
     const buffer = await this.collect(req, encoding, limit, rawLimit, this.account(req, keyId));
-    if (!isUtf8(buffer)) throw new AppError('invalid_json', 'The body is not valid UTF-8.');
-    // A byte order mark is tolerated, as JSON parsers commonly do.
-    const text = buffer.toString('utf8', hasBom(buffer) ? 3 : 0);
-    try {
-      return { value: JSON.parse(text), bytes: buffer.length };
-    } catch (err) {
-      throw new AppError('invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
-    }
+    cpu.chargeBody(buffer.length);
+    return cpu.time(() => parseBody(buffer));
   }
 
   private async collect(

@@ -10,6 +10,7 @@ import { API_TAGS, ApiProblemResponse, INGEST_KEY_SCHEME, RATE_LIMIT_HEADERS } f
 import { IngestBatchDto } from './ingest.dto';
 import { IngestResultDto } from './ingest-result.dto';
 import { IngestService } from './ingest.service';
+import { IngestCpuBudgets } from './ingest-cpu.budget';
 import type { IngestResult } from './ingest.types';
 
 @ApiTags(API_TAGS.ingest)
@@ -21,6 +22,7 @@ export class IngestController {
   constructor(
     private readonly reader: IngestBodyReader,
     private readonly service: IngestService,
+    private readonly cpu: IngestCpuBudgets,
   ) {}
 
   @Post()
@@ -60,8 +62,9 @@ export class IngestController {
   )
   @ApiProblemResponse(
     429,
-    'Request or event rate of the key exceeded, the key already holds INGEST_MAX_INFLIGHT_BYTES_PER_KEY ' +
-      'of bodies in flight, or too many invalid keys; nothing stored.',
+    'Request or event rate of the key exceeded, its requests used more than INGEST_CPU_MS_PER_SECOND of ' +
+      'server CPU per second, the key already holds INGEST_MAX_INFLIGHT_BYTES_PER_KEY of bodies in flight, ' +
+      'or too many invalid keys; nothing stored.',
     ['Retry-After'],
   )
   @ApiProblemResponse(
@@ -73,7 +76,12 @@ export class IngestController {
   async ingest(@Req() req: Request): Promise<IngestResult> {
     // The body is read here, after the guards, never by a global parser.
     const key = requestKey(req);
-    const body = await this.reader.read(req, key.id);
-    return this.service.ingest(key, body);
+    const meter = this.cpu.admit(key.id);
+    try {
+      const body = await this.reader.read(req, key.id, meter);
+      return await this.service.ingest(key, body, meter);
+    } finally {
+      this.cpu.charge(key.id, meter);
+    }
   }
 }

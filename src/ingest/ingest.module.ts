@@ -9,6 +9,7 @@ import { IngestBodyReader } from './ingest-body.reader';
 import { IngestRepository } from './ingest.repository';
 import { IngestService } from './ingest.service';
 import { IngestWriter } from './ingest-writer';
+import { IngestCpuBudgets } from './ingest-cpu.budget';
 import { DedupRepository } from './dedup.repository';
 import { DedupExpiryService } from './dedup-expiry.service';
 
@@ -19,6 +20,7 @@ import { DedupExpiryService } from './dedup-expiry.service';
     IngestBodyReader,
     IngestService,
     IngestWriter,
+    IngestCpuBudgets,
     IngestRepository,
     DedupRepository,
     DedupExpiryService,

@@ -7,6 +7,7 @@ import { RateLimitStore, retryAfterSeconds } from '@app/common/rate-limit/rate-l
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import { EventValidator } from './event-validator';
 import type { IngestBody } from './ingest-body.reader';
+import { CpuMeter } from './ingest-cpu.budget';
 import { batchTooLarge } from './ingest-errors';
 import { CLOCK_SKEW_TOLERANCE_MS, dedupWindowMs, maxEventsPerRequest } from './ingest.limits';
 import { IngestWriter } from './ingest-writer';
@@ -80,7 +81,7 @@ export class IngestService {
     private readonly metrics: MetricsService,
   ) {}
 
-  async ingest(key: RequestKey, body: IngestBody): Promise<IngestResult> {
+  async ingest(key: RequestKey, body: IngestBody, cpu = new CpuMeter()): Promise<IngestResult> {
     const receivedAt = Date.now();
     const { events, sentAt } = parseEnvelope(body.value, body.bytes, this.config);
     await this.checkEventRate(key.id, events.length);
@@ -104,6 +105,8 @@ export class IngestService {
     const seen = new Set<string>();
     let rejected = 0;
     let duplicates = 0;
+    // The validation is the key's CPU (INGEST_CPU_MS_PER_SECOND), whatever it accepts or rejects.
+    const validating = cpu.start();
     for (let i = 0; i < events.length; i++) {
       const event = validator.validate(events[i], i);
       if (event === null) {
@@ -116,6 +119,7 @@ export class IngestService {
         toStore.push(event);
       }
     }
+    cpu.stop(validating);
 
     let accepted = toStore.length;
     if (toStore.length) {

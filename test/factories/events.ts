@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { utcDateString } from '@app/common/time';
+import { presentEventId } from '@app/common/event-ids';
 
 /** One stored event. Times are epoch ms; `ts` (effective time) defaults to eventTime, then receivedAt. */
 export interface SeedEvent {
@@ -69,4 +70,12 @@ export async function seedEvents(db: DataSource, appId: string, events: SeedEven
     await tx.query(`INSERT INTO rollup_dirty (app_id, day) SELECT $1, unnest($2::date[])`, [appId, days]);
     return inserted.map((r) => r.id);
   });
+}
+
+/** The stored id (a decimal string) of an event, as answers show it for `appId`. */
+export async function shownEventIds(db: DataSource, appId: string, ids: string[]): Promise<string[]> {
+  const [{ value }] = (await db.query(`SELECT value FROM server_secrets WHERE name = 'cursor'`)) as {
+    value: Buffer;
+  }[];
+  return ids.map((id) => presentEventId(value, appId, id));
 }

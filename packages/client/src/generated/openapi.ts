@@ -163,7 +163,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_json" | "invalid_body" | "invalid_query" | "invalid_cursor" | "unsupported_encoding" | "invalid_header" | "invalid_key" | "wrong_key_type" | "insufficient_scope" | "app_forbidden" | "not_found" | "body_timeout" | "conflict" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_auth_failures" | "service_unavailable" | "query_timeout" | "internal_error";
+            code: "invalid_json" | "invalid_body" | "invalid_query" | "invalid_cursor" | "unsupported_encoding" | "invalid_header" | "malformed_request" | "invalid_key" | "wrong_key_type" | "insufficient_scope" | "app_forbidden" | "not_found" | "body_timeout" | "request_timeout" | "conflict" | "expectation_failed" | "headers_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_auth_failures" | "service_unavailable" | "query_timeout" | "internal_error";
             /** @description Also sent as the `X-Request-Id` header. */
             requestId: string;
             errors?: components["schemas"]["FieldError"][];
@@ -338,7 +338,7 @@ export interface components {
             };
         };
         EventRecordDto: {
-            /** @description Server-assigned id (a decimal string; ids outgrow JSON-safe integers). */
+            /** @description Server-assigned id, opaque and specific to the app: 22 base64url characters. Stable for an event; its order and value say nothing about other events or apps. */
             id: string;
             /** Format: uuid */
             appId: string;
@@ -544,7 +544,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request or event rate of the key exceeded, the key already holds INGEST_MAX_INFLIGHT_BYTES_PER_KEY of bodies in flight, or too many invalid keys; nothing stored. */
+            /** @description Request or event rate of the key exceeded, its requests used more than INGEST_CPU_MS_PER_SECOND of server CPU per second, the key already holds INGEST_MAX_INFLIGHT_BYTES_PER_KEY of bodies in flight, or too many invalid keys; nothing stored. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */

@@ -1,0 +1,227 @@
+// Tenant isolation under a hostile ingest key: `npm run bench -- --isolation [--quick]`.
+//
+// A victim app ingests 100-event batches on one connection and reads a page of its events on
+// another, first alone, then while an attacker app sends all-rejected 1,000-event batches (about
+// 946 KB each) on 4 connections, back to back, ignoring Retry-After: as much as its own limits
+// let through. The server runs with the product's default limits, once with the ingest CPU
+// budget (INGEST_CPU_MS_PER_SECOND at its default) and once with it out of reach, so the two
+// ratios show what the budget does. Also measured: the budget's own cost per ingest request, in
+// process. The figures go to bench/results/latest.json (quick.json with --quick) under
+// `isolation`. On a machine shared with other work they are indicative only.
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
+import { ROOT } from '../lib/common.mjs';
+
+const ATTACK_CONNECTIONS = 4;
+
+function percentile(values, p) {
+  if (!values.length) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+const summary = (values) => ({
+  requests: values.length,
+  p50Ms: percentile(values, 50),
+  p99Ms: percentile(values, 99),
+});
+
+/** One HTTP request on `agent`; resolves with its status and time, never rejects. */
+function send(agent, url, { method = 'GET', headers = {}, body } = {}) {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const req = http.request(url, { method, agent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - started }));
+      res.on('error', () => resolve({ status: 0, ms: performance.now() - started }));
+    });
+    req.on('error', () => resolve({ status: 0, ms: performance.now() - started }));
+    req.end(body);
+  });
+}
+
+/** Runs `step` back to back until `deadline`; collects the times of answers with `okStatus`. */
+async function loop(deadline, step, okStatus, into) {
+  const statuses = {};
+  while (performance.now() < deadline) {
+    const { status, ms } = await step();
+    statuses[status] = (statuses[status] ?? 0) + 1;
+    if (status === okStatus) into.push(ms);
+  }
+  return statuses;
+}
+
+const victimBatch = (n) =>
+  JSON.stringify({ events: Array.from({ length: n }, (_, i) => ({ eventName: `Victim.${i % 5}` })) });
+
+/** 1,000 events that are all rejected (a nested payload object), about 946 KB. */
+function attackBody() {
+  const event = { eventName: 'Attack', payload: { nested: { text: 'y'.repeat(900) } } };
+  return Buffer.from(JSON.stringify({ events: Array.from({ length: 1000 }, () => event) }));
+}
+
+async function phase({ baseUrl, victim, attacker, seconds }) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 2 + ATTACK_CONNECTIONS });
+  const deadline = performance.now() + seconds * 1000;
+  const ingestMs = [];
+  const readMs = [];
+  const body = victimBatch(100);
+  const ingestHeaders = { authorization: `Bearer ${victim.ingestKey}`, 'content-type': 'application/json' };
+  const work = [
+    loop(
+      deadline,
+      () => send(agent, `${baseUrl}/api/ingest`, { method: 'POST', headers: ingestHeaders, body }),
+      200,
+      ingestMs,
+    ),
+    loop(
+      deadline,
+      () =>
+        send(agent, `${baseUrl}/api/v1/events?appId=${victim.appId}&limit=100`, {
+          headers: { authorization: `Bearer ${victim.apiKey}` },
+        }),
+      200,
+      readMs,
+    ),
+  ];
+  const attack = [];
+  if (attacker) {
+    const payload = attackBody();
+    const headers = { authorization: `Bearer ${attacker.ingestKey}`, 'content-type': 'application/json' };
+    for (let i = 0; i < ATTACK_CONNECTIONS; i++) {
+      attack.push(
+        loop(
+          deadline,
+          () => send(agent, `${baseUrl}/api/ingest`, { method: 'POST', headers, body: payload }),
+          200,
+          [],
+        ),
+      );
+    }
+  }
+  const [ingestStatuses, readStatuses, ...attackStatuses] = await Promise.all([...work, ...attack]);
+  agent.destroy();
+  const attackerAnswers = {};
+  for (const s of attackStatuses)
+    for (const [k, v] of Object.entries(s)) attackerAnswers[k] = (attackerAnswers[k] ?? 0) + v;
+  return {
+    ingest: { ...summary(ingestMs), statuses: ingestStatuses },
+    read: { ...summary(readMs), statuses: readStatuses },
+    ...(attacker ? { attackerAnswers } : {}),
+  };
+}
+
+const ratio = (a, b) => (a && b ? a / b : null);
+
+function ratios(alone, attacked) {
+  return {
+    ingestP50: ratio(attacked.ingest.p50Ms, alone.ingest.p50Ms),
+    ingestP99: ratio(attacked.ingest.p99Ms, alone.ingest.p99Ms),
+    readP50: ratio(attacked.read.p50Ms, alone.read.p50Ms),
+    readP99: ratio(attacked.read.p99Ms, alone.read.p99Ms),
+  };
+}
+
+/** The budget's own cost per ingest request: admit, the body charge, two timed phases, charge. */
+function budgetCost(dist) {
+  const require = createRequire(import.meta.url);
+  const { IngestCpuBudgets } = require(path.join(dist, 'src/ingest/ingest-cpu.budget.js'));
+  const budgets = new IngestCpuBudgets({ ingestCpuMsPerSecond: 1_000_000 });
+  const run = (n) => {
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) {
+      const key = `key-${i & 63}`;
+      const meter = budgets.admit(key);
+      meter.chargeBody(1000);
+      meter.time(() => i);
+      meter.stop(meter.start());
+      budgets.charge(key, meter);
+    }
+    return Number(process.hrtime.bigint() - started) / n;
+  };
+  run(50_000);
+  const nsPerRequest = Math.min(run(200_000), run(200_000), run(200_000));
+  return { nsPerRequest, nsPerEventOf100EventBatch: nsPerRequest / 100 };
+}
+
+async function tenant(cli, dist, url, name) {
+  const app = await cli(dist, url, ['apps', 'create', '--name', `${name}-${Date.now().toString(36)}`]);
+  const ingest = await cli(dist, url, ['keys', 'create-ingest', '--app', app.id]);
+  const api = await cli(dist, url, ['keys', 'create-api', '--app', app.id, '--scope', 'events:read']);
+  return { appId: app.id, ingestKey: ingest.key, apiKey: api.key };
+}
+
+// The product's defaults for every limit the benchmark server otherwise raises out of reach.
+const DEFAULT_LIMITS = {
+  INGEST_RATE_REQUESTS: '100',
+  INGEST_RATE_EVENTS: '50000',
+  READ_RATE_REQUESTS: '50',
+  READ_MAX_CONCURRENT_PER_KEY: '2',
+  READ_TIME_MS_PER_SECOND: '500',
+  AUTH_FAILURE_LIMIT: '20',
+};
+
+async function serverRuns({ dist, url, seconds, log, budget }) {
+  const { cli, startServer } = await import('../lib/processes.mjs');
+  const env = { ...DEFAULT_LIMITS, ...(budget ? {} : { INGEST_CPU_MS_PER_SECOND: '1000000' }) };
+  const server = await startServer({ dist, databaseUrl: url, env });
+  try {
+    const victim = await tenant(cli, dist, url, 'victim');
+    const attacker = await tenant(cli, dist, url, 'attacker');
+    // Warm-up, so that the first measured requests pay no JIT or cache cost.
+    await phase({ baseUrl: server.baseUrl, victim, seconds: 1 });
+    log(`isolation (budget ${budget ? 'on' : 'off'}): victim alone, ${seconds} s`);
+    const alone = await phase({ baseUrl: server.baseUrl, victim, seconds });
+    log(`isolation (budget ${budget ? 'on' : 'off'}): victim under attack, ${seconds} s`);
+    const attacked = await phase({ baseUrl: server.baseUrl, victim, attacker, seconds });
+    return { alone, attacked, ratios: ratios(alone, attacked) };
+  } finally {
+    await server.stop();
+  }
+}
+
+/** `npm run bench -- --isolation`: writes the `isolation` section; resolves with the exit code. */
+export async function isolationMode({ dist, cluster, quick, log, stopCluster, resultsDir, loadAverage }) {
+  const seconds = quick ? 3 : 8;
+  let result;
+  try {
+    const withBudget = await serverRuns({ dist, url: cluster.url, seconds, log, budget: true });
+    const withoutBudget = await serverRuns({ dist, url: cluster.url, seconds, log, budget: false });
+    result = {
+      timestamp: new Date().toISOString(),
+      secondsPerPhase: seconds,
+      loadAverage: loadAverage(),
+      note: 'Measured on a machine shared with other work: indicative figures.',
+      budgetCost: budgetCost(dist),
+      withBudget,
+      withoutBudget,
+      target: { maxRatio: 2 },
+    };
+    const worst = Math.max(...Object.values(withBudget.ratios).filter((r) => r !== null));
+    result.target.worstRatioWithBudget = worst;
+    result.target.pass = worst <= 2;
+  } finally {
+    await stopCluster(cluster.dir).catch(() => undefined);
+    if (cluster.temporary) fs.rmSync(cluster.dir, { recursive: true, force: true });
+    fs.rmSync(dist, { recursive: true, force: true });
+  }
+  const file = path.join(resultsDir, quick ? 'quick.json' : 'latest.json');
+  const results = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
+  results.isolation = result;
+  fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
+  const line = (name, r) =>
+    `  ${name}: ingest p50 ×${r.ingestP50?.toFixed(2)} p99 ×${r.ingestP99?.toFixed(2)}, read p50 ×${r.readP50?.toFixed(2)} p99 ×${r.readP99?.toFixed(2)}`;
+  process.stdout.write(
+    [
+      `Victim latency under attack / alone (${seconds} s phases; indicative, shared machine):`,
+      line('with the CPU budget   ', result.withBudget.ratios),
+      line('without the CPU budget', result.withoutBudget.ratios),
+      `  budget cost: ${result.budgetCost.nsPerRequest.toFixed(0)} ns per ingest request`,
+      `\nResults: ${path.relative(ROOT, file)} (isolation)`,
+    ].join('\n') + '\n',
+  );
+  return 0;
+}

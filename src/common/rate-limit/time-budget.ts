@@ -1,0 +1,49 @@
+interface KeySpend {
+  running: number;
+  /** Milliseconds the key may still spend; refills at the budget's rate per second. */
+  credit: number;
+  refilledAt: number;
+}
+
+export type BudgetAdmission =
+  { ok: true } | { ok: false; reason: 'concurrency' } | { ok: false; reason: 'time'; retryAfterMs: number };
+
+/**
+ * Per key on this instance: how many of its requests run, and how many milliseconds of some
+ * cost (read time, ingest CPU) it may still spend. Credit refills at `msPerSecond` up to
+ * `burstMs`, so a key that was idle may spend a burst at once; a request is admitted while the
+ * key has credit left and is charged what it cost when it ends, so credit can go below zero and
+ * the key then waits until it refills.
+ */
+export class KeyTimeBudgets {
+  private readonly keys = new Map<string, KeySpend>();
+
+  constructor(private readonly burstMs: (msPerSecond: number) => number) {}
+
+  take(keyId: string, maxRunning: number, msPerSecond: number, now = Date.now()): BudgetAdmission {
+    const burst = this.burstMs(msPerSecond);
+    let entry = this.keys.get(keyId);
+    if (!entry) {
+      entry = { running: 0, credit: burst, refilledAt: now };
+      this.keys.set(keyId, entry);
+    }
+    entry.credit = Math.min(burst, entry.credit + ((now - entry.refilledAt) * msPerSecond) / 1000);
+    entry.refilledAt = now;
+    if (entry.running >= maxRunning) return { ok: false, reason: 'concurrency' };
+    if (entry.credit <= 0) {
+      return { ok: false, reason: 'time', retryAfterMs: (-entry.credit * 1000) / msPerSecond };
+    }
+    entry.running++;
+    return { ok: true };
+  }
+
+  /** A request of the key ended after costing `spentMs`: charge it. */
+  give(keyId: string, spentMs: number, msPerSecond: number): void {
+    const entry = this.keys.get(keyId);
+    if (!entry) return;
+    entry.running--;
+    entry.credit -= spentMs;
+    // A key with nothing running and full credit needs no entry.
+    if (entry.running <= 0 && entry.credit >= this.burstMs(msPerSecond)) this.keys.delete(keyId);
+  }
+}

@@ -1,0 +1,61 @@
+import { makeTenant, postIngest } from './factories';
+import { useTestApp } from './support/test-app';
+import { expectProblem } from './support/problem';
+
+/** 1,000 events that are all rejected (a nested payload), about 100 KB to parse and validate. */
+const rejectedBatch = (tag: string) => ({
+  events: Array.from({ length: 1000 }, (_, i) => ({
+    eventName: `Rejected.${tag}`,
+    eventId: `${tag}-${i}`,
+    payload: { nested: { a: 'x'.repeat(40) } },
+  })),
+});
+
+describe('ingest CPU budget per key (INGEST_CPU_MS_PER_SECOND)', () => {
+  // 1 ms of CPU per second: the first big batch spends the whole burst and more.
+  const t = useTestApp({ INGEST_CPU_MS_PER_SECOND: '1', INGEST_RATE_REQUESTS: '1000' });
+
+  it('a key over its share gets 429 rate_limited with Retry-After; rejected events count too', async () => {
+    const attacker = await makeTenant(t.app);
+    const first = await postIngest(t.http, attacker.liveKey, rejectedBatch('a'));
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual(expect.objectContaining({ received: 1000, accepted: 0, rejected: 1000 }));
+
+    const over = await postIngest(t.http, attacker.liveKey, { events: [{ eventName: 'valid' }] });
+    expectProblem(over, 429, 'rate_limited');
+    expect(over.body).toEqual(expect.objectContaining({ limitCpuMsPerSecond: 1 }));
+    expect(over.body.detail).toMatch(/CPU/);
+    expect(Number(over.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(over.headers['connection']).toBe('close');
+    const stored = (await t.db.query(`SELECT count(*)::int AS n FROM events WHERE app_id = $1`, [
+      attacker.appId,
+    ])) as { n: number }[];
+    expect(stored[0].n).toBe(0);
+  });
+
+  it("another key is not charged for the first key's spending", async () => {
+    const attacker = await makeTenant(t.app);
+    const victim = await makeTenant(t.app);
+    await postIngest(t.http, attacker.liveKey, rejectedBatch('b'));
+    expectProblem(await postIngest(t.http, attacker.liveKey, rejectedBatch('c')), 429, 'rate_limited');
+    const served = await postIngest(t.http, victim.liveKey, { events: [{ eventName: 'ok' }] });
+    expect(served.status).toBe(200);
+    expect(served.body).toEqual(expect.objectContaining({ accepted: 1 }));
+  });
+});
+
+describe('ingest CPU budget at its default', () => {
+  const t = useTestApp();
+
+  it('is derived from the core count and leaves ordinary batches alone', async () => {
+    expect(t.config.ingestCpuMsPerSecond).toBeGreaterThanOrEqual(100);
+    expect(t.config.ingestCpuMsPerSecond).toBeLessThanOrEqual(500);
+    const tenant = await makeTenant(t.app);
+    for (let i = 0; i < 5; i++) {
+      const res = await postIngest(t.http, tenant.liveKey, {
+        events: [{ eventName: 'ok', eventId: `d-${i}` }],
+      });
+      expect(res.status).toBe(200);
+    }
+  });
+});
