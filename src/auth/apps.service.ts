@@ -1,11 +1,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '@app/common/app-error';
 import { Injectable } from '@app/common/di';
+import { DEFAULT_TIME_ZONE } from '@app/common/timezones';
+import type { AppEntity } from './app.entity';
 import { AppRepository } from './app.repository';
+import { assertTimeZone } from './timezone-validation';
 
 export interface AppView {
   id: string;
   name: string;
+  /** IANA time zone of the app's rollup days. */
+  timezone: string;
   createdAt: string;
 }
 
@@ -15,18 +20,30 @@ export class AppsService {
 
   constructor(private readonly apps: AppRepository) {}
 
-  async create(name: string): Promise<AppView> {
+  async create(name: string, timezone: string = DEFAULT_TIME_ZONE): Promise<AppView> {
     const trimmed = name.trim();
     if (trimmed.length < 1 || trimmed.length > 200) {
       throw new AppError('invalid_body', 'An app name is 1 to 200 characters.');
     }
-    const app = await this.apps.insert({ id: randomUUID(), name: trimmed, piiSecret: randomBytes(32) });
-    return { id: app.id, name: app.name, createdAt: app.createdAt.toISOString() };
+    assertTimeZone(timezone);
+    const app = await this.apps.insert({
+      id: randomUUID(),
+      name: trimmed,
+      piiSecret: randomBytes(32),
+      timezone,
+    });
+    return view(app);
   }
 
   async list(): Promise<AppView[]> {
-    const apps = await this.apps.listAll();
-    return apps.map((a) => ({ id: a.id, name: a.name, createdAt: a.createdAt.toISOString() }));
+    return (await this.apps.listAll()).map(view);
+  }
+
+  /** The app's configured time zone; `not_found` when there is no such app. */
+  async timezoneOf(appId: string): Promise<string> {
+    const zone = await this.apps.timezoneOf(appId);
+    if (zone === null) throw new AppError('not_found', `No such app: ${appId}`);
+    return zone;
   }
 
   /** Fails with `not_found` naming the ids that are not apps. */
@@ -36,8 +53,8 @@ export class AppsService {
     if (missing.length) throw new AppError('not_found', `No such app: ${missing.join(', ')}`);
   }
 
-  /** Id and name of the apps among `ids` that exist, ordered by name. */
-  namesOf(ids: string[]): Promise<{ id: string; name: string }[]> {
+  /** Id, name and time zone of the apps among `ids` that exist, ordered by name. */
+  namesOf(ids: string[]): Promise<{ id: string; name: string; timezone: string }[]> {
     return ids.length ? this.apps.namesOf(ids) : Promise.resolve([]);
   }
 
@@ -50,4 +67,8 @@ export class AppsService {
     this.piiSecrets.set(appId, secret);
     return secret;
   }
+}
+
+function view(app: AppEntity): AppView {
+  return { id: app.id, name: app.name, timezone: app.timezone, createdAt: app.createdAt.toISOString() };
 }

@@ -35,7 +35,7 @@ export interface KeyInfo {
   prefix: string;
   scopes: string[];
   expiresAt: string | null;
-  apps: { id: string; name: string }[];
+  apps: { id: string; name: string; timezone: string }[];
 }
 
 function iso(d: Date | null): string | null {
@@ -51,7 +51,8 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   // hash (hex) → the key row and when it was read. A revocation is announced to every instance
   // at once (KeyRevocationListener); when that notification is missed, entries are still never
   // served past KEY_CACHE_TTL_MS (at most 30 s).
-  private readonly cache = new Map<string, { key: KeyEntity | null; readAt: number }>();
+  // An ingest key's entry also holds its app's time zone, which names the rollup days ingest marks.
+  private readonly cache = new Map<string, { key: KeyEntity | null; readAt: number; timezone?: string }>();
   private readonly used = new Set<string>();
   private flushTimer?: NodeJS.Timeout;
 
@@ -222,14 +223,22 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     if (!entry || now - entry.readAt >= this.config.keyCacheTtlMs) {
       const key = await this.keys.findByHash(hash);
       if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
-      entry = { key, readAt: now };
+      const timezone = key?.kind === 'ingest' ? await this.apps.timezoneOf(key.appIds[0]) : undefined;
+      entry = { key, readAt: now, timezone };
       // Unknown keys are not cached: a key issued a moment ago must work at once.
       if (key) this.cache.set(cacheKey, entry);
     }
     const key = entry.key;
     if (!key || key.revokedAt || (key.expiresAt && key.expiresAt.getTime() <= now)) return null;
     this.used.add(key.id);
-    return { id: key.id, kind: key.kind, mode: key.mode, appIds: key.appIds, scopes: key.scopes };
+    return {
+      id: key.id,
+      kind: key.kind,
+      mode: key.mode,
+      appIds: key.appIds,
+      scopes: key.scopes,
+      timezone: entry.timezone,
+    };
   }
 
   /** Writes the batched last-used times. */

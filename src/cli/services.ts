@@ -68,11 +68,13 @@ function buildRollups(dataSource: DataSource, config: AppConfig): RollupsService
     require('../rollups/rollup.repository') as typeof import('../rollups/rollup.repository');
   const { RollupComputationRepository } =
     require('../rollups/rollup-computation.repository') as typeof import('../rollups/rollup-computation.repository');
-  return new RollupsService(
-    new RollupRepository(dataSource),
-    new RollupComputationRepository(dataSource),
-    config,
-  );
+  const { RezoneRepository } =
+    require('../rollups/rezone.repository') as typeof import('../rollups/rezone.repository');
+  const { RezoneService } =
+    require('../rollups/rezone.service') as typeof import('../rollups/rezone.service');
+  const computation = new RollupComputationRepository(dataSource);
+  const rezone = new RezoneService(computation, new RezoneRepository(dataSource), config);
+  return new RollupsService(new RollupRepository(dataSource), computation, config, rezone);
 }
 
 /** Attaches to the database, applies the pending migrations and leaves; returns their names. */

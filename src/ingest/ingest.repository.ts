@@ -13,7 +13,8 @@ import type { AcceptedEvent } from './ingest.types';
 //    sharing ids cannot deadlock; a concurrent statement with the same id waits on the unique
 //    index and then sees the conflict, so exactly one copy is stored.
 //  - `stored` inserts the events with no eventId or a freshly claimed one.
-//  - `dirty` marks each (app, UTC day) that received events, for the rollup task.
+//  - `dirty` marks each (app, local day) that received events, for the rollup task: the day in
+//    the app's time zone, which each batch carries ($20, $21: one app and zone per batch).
 //  - The result lists the input positions (1-based) whose eventId was a duplicate.
 // The 18 arrays arrive in PostgreSQL's binary format (see BinaryArrayWriter); the dedup window
 // is a text parameter.
@@ -49,8 +50,11 @@ stored AS (
   RETURNING app_id, ts
 ),
 dirty AS (
-  INSERT INTO rollup_dirty (app_id, day)
-  SELECT DISTINCT app_id, (ts AT TIME ZONE 'UTC')::date FROM stored
+  INSERT INTO rollup_dirty (app_id, day, timezone)
+  SELECT DISTINCT s.app_id, (s.ts AT TIME ZONE z.zone)::date, z.zone
+    FROM stored s
+    JOIN (SELECT DISTINCT ON (app_id) app_id, zone FROM unnest($20::uuid[], $21::text[]) AS z(app_id, zone)) z
+      USING (app_id)
 )
 SELECT i.n::int AS n FROM input i
  WHERE i.event_id IS NOT NULL
@@ -108,6 +112,16 @@ function statementArrays(batches: WriteBatch[], events: AcceptedEvent[], batchOf
   return w.end().finish();
 }
 
+/** The app and time zone of each batch, for the dirty marks: two arrays after the 18 columns. */
+function batchZoneArrays(batches: WriteBatch[]): Buffer[] {
+  const w = new BinaryArrayWriter(batches.length * 64);
+  w.begin(ElementType.uuid, batches.length);
+  for (const b of batches) w.uuid(uuidBytes(b.appId));
+  w.end().begin(ElementType.text, batches.length);
+  for (const b of batches) w.text(b.timezone ?? 'UTC');
+  return w.end().finish();
+}
+
 /**
  * Which events of `batches` go to the database, in order. An eventId that several batches of one
  * app share is sent once, for the first: one statement cannot claim the same dedup record twice.
@@ -147,7 +161,7 @@ function selectRows(batches: WriteBatch[], duplicates: number[][]) {
 
 // Prepared once per connection, so PostgreSQL plans this large statement once rather than on
 // every batch. Bump the suffix whenever the statement's text changes.
-const STATEMENT_NAME = 'tally_ingest_rows_v3';
+const STATEMENT_NAME = 'tally_ingest_rows_v4';
 
 interface PgClient {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: { n: number }[] }>;
@@ -160,6 +174,8 @@ export interface WriteBatch {
   receivedAt: number;
   /** Unique eventIds within the batch (the service drops repeats first). */
   events: AcceptedEvent[];
+  /** The app's IANA time zone, from the key cache: it names the local day of the dirty marks (default UTC). */
+  timezone?: string;
 }
 
 /** Writes accepted events. The only code that touches the events and dedup tables on ingest. */
@@ -178,7 +194,11 @@ export class IngestRepository {
     const { events, batchOf, positionOf } = selectRows(batches, duplicates);
     if (events.length === 0) return duplicates;
 
-    const values: unknown[] = [...statementArrays(batches, events, batchOf), dedupWindowMs];
+    const values: unknown[] = [
+      ...statementArrays(batches, events, batchOf),
+      dedupWindowMs,
+      ...batchZoneArrays(batches),
+    ];
     // The driver's client is used directly for its named (prepared) statements; TypeORM's
     // query() sends unnamed ones only.
     const runner = this.db.createQueryRunner();
