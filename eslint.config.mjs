@@ -11,6 +11,7 @@ const SRC_FOLDERS = [
   'config',
   'common',
   'database',
+  'audit',
   'auth',
   'ingest',
   'events',
@@ -25,14 +26,15 @@ const ALLOWED_IMPORTS = {
   config: [],
   common: ['config', 'database'],
   database: ['config'],
-  auth: FOUNDATION,
+  audit: FOUNDATION,
+  auth: [...FOUNDATION, 'audit'],
   ingest: [...FOUNDATION, 'auth'],
   events: [...FOUNDATION, 'auth'],
-  rollups: [...FOUNDATION, 'auth'],
+  rollups: [...FOUNDATION, 'audit', 'auth'],
   storage: FOUNDATION,
   ops: FOUNDATION,
   dashboard: FOUNDATION,
-  cli: [...FOUNDATION, 'auth', 'rollups'],
+  cli: [...FOUNDATION, 'audit', 'auth', 'rollups'],
 };
 
 function boundaryRules(folder) {

@@ -3,6 +3,8 @@ import { AppError } from '@app/common/app-error';
 import { Injectable } from '@app/common/di';
 import { DEFAULT_TIME_ZONE } from '@app/common/timezones';
 import type { AppEntity } from './app.entity';
+import { AuditService } from '@app/audit/audit.service';
+import type { AuditActor } from '@app/audit/audit.types';
 import { AppRepository } from './app.repository';
 import { assertTimeZone } from './timezone-validation';
 
@@ -18,19 +20,34 @@ export interface AppView {
 export class AppsService {
   private readonly piiSecrets = new Map<string, Buffer>();
 
-  constructor(private readonly apps: AppRepository) {}
+  constructor(
+    private readonly apps: AppRepository,
+    private readonly audit: AuditService,
+  ) {}
 
-  async create(name: string, timezone: string = DEFAULT_TIME_ZONE): Promise<AppView> {
+  /** Creates an app; the audit entry commits with it. */
+  async create(name: string, actor: AuditActor, timezone: string = DEFAULT_TIME_ZONE): Promise<AppView> {
     const trimmed = name.trim();
     if (trimmed.length < 1 || trimmed.length > 200) {
       throw new AppError('invalid_body', 'An app name is 1 to 200 characters.');
     }
     assertTimeZone(timezone);
-    const app = await this.apps.insert({
-      id: randomUUID(),
-      name: trimmed,
-      piiSecret: randomBytes(32),
-      timezone,
+    const app = await this.apps.transaction(async (manager) => {
+      const created = await this.apps.insert(
+        { id: randomUUID(), name: trimmed, piiSecret: randomBytes(32), timezone },
+        manager,
+      );
+      await this.audit.record(
+        {
+          action: 'app.created',
+          actor,
+          appId: created.id,
+          targetId: created.id,
+          details: { name: trimmed, timezone },
+        },
+        manager,
+      );
+      return created;
     });
     return view(app);
   }

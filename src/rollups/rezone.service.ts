@@ -6,6 +6,8 @@ import { normaliseAppId, UUID } from '@app/common/ids';
 import { addDays } from '@app/common/reads/time-params';
 import { localDateString, localDatesOverlapping, localDayBounds } from '@app/common/timezones';
 import { assertTimeZone } from '@app/auth/timezone-validation';
+import { AuditService } from '@app/audit/audit.service';
+import type { AuditActor } from '@app/audit/audit.types';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppDay, LocalDayTarget, RollupComputationRepository } from './rollup-computation.repository';
 import { AppZones, RezoneRepository } from './rezone.repository';
@@ -50,6 +52,7 @@ export class RezoneService {
     private readonly computation: RollupComputationRepository,
     private readonly rezone: RezoneRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly audit: AuditService,
   ) {}
 
   /** The transactions that recompute `marks` (consumed) and `days` (local days of the served zone). */
@@ -79,13 +82,38 @@ export class RezoneService {
    * is being replaced. The retained days (those whose events are still stored) are then
    * recomputed in the new zone by the scheduled computation.
    */
-  async setTimezone(appIdInput: string, zone: string, now = Date.now()): Promise<ZoneChange> {
+  async setTimezone(
+    appIdInput: string,
+    zone: string,
+    actor: AuditActor,
+    now = Date.now(),
+  ): Promise<ZoneChange> {
     const appId = normaliseAppId(appIdInput);
     if (!UUID.test(appId)) throw new AppError('invalid_body', `appId must be a UUID, got "${appIdInput}"`);
     assertTimeZone(zone);
     const fromDate = localDateString(now - this.config.eventRetentionDays * DAY_MS, zone);
     const locked = await this.computation.withComputationLock(
-      () => this.rezone.transaction((tx) => this.rezone.setZone(tx, appId, zone, fromDate)),
+      () =>
+        this.rezone.transaction(async (tx) => {
+          const change = await this.rezone.setZone(tx, appId, zone, fromDate);
+          if (change && change.previous !== zone) {
+            await this.audit.record(
+              {
+                action: 'app.timezone_changed',
+                actor,
+                appId,
+                targetId: appId,
+                details: {
+                  from: change.previous,
+                  to: zone,
+                  recomputeFrom: change.recomputing ? fromDate : null,
+                },
+              },
+              tx,
+            );
+          }
+          return change;
+        }),
       SET_ZONE_LOCK_WAIT_MS,
     );
     if (!locked.locked) throw new AppError('service_unavailable', 'A rollup computation is still running.');

@@ -8,6 +8,7 @@ import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { addDays, daySpan } from '@app/common/reads/time-params';
 import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
+import type { AuditActor } from '@app/audit/audit.types';
 import { RecomputeItem, RezoneService, ZoneChange } from './rezone.service';
 import { RollupRepository, RollupRow } from './rollup.repository';
 import type { ListRollupsQueryDto } from './list-rollups-query.dto';
@@ -160,8 +161,8 @@ export class RollupsService implements BeforeApplicationShutdown {
   }
 
   /** Sets an app's time zone; the retained days are then recomputed in it (see RezoneService). */
-  setTimezone(appId: string, zone: string): Promise<ZoneChange> {
-    return this.rezone.setTimezone(appId, zone);
+  setTimezone(appId: string, zone: string, actor: AuditActor): Promise<ZoneChange> {
+    return this.rezone.setTimezone(appId, zone, actor);
   }
 
   /**

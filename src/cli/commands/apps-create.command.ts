@@ -1,4 +1,5 @@
 import { timeZone } from '@app/cli/arguments';
+import { cliActor } from '@app/cli/actor';
 import { defineJsonCommand } from '@app/cli/command';
 import type { CliRuntime } from '@app/cli/runtime';
 
@@ -17,7 +18,7 @@ export function appsCreateCommand(rt: CliRuntime) {
     .option('--timezone <zone>', "the IANA time zone of the app's rollup days (default UTC)", timeZone)
     .action(async (options) => {
       const { apps } = await rt.services();
-      const app = await apps.create(options.name, options.timezone);
+      const app = await apps.create(options.name, cliActor(), options.timezone);
       rt.print(
         { json: app, text: `Created app "${app.name}" (${app.timezone}).\nid: ${app.id}` },
         options.json,

@@ -1,4 +1,5 @@
 import { timeZone, uuid } from '@app/cli/arguments';
+import { cliActor } from '@app/cli/actor';
 import { defineJsonCommand } from '@app/cli/command';
 import type { CliRuntime } from '@app/cli/runtime';
 
@@ -17,7 +18,7 @@ export function appsSetTimezoneCommand(rt: CliRuntime) {
     .argument('<zone>', 'an IANA time zone, such as UTC, Europe/Berlin or America/New_York', timeZone)
     .action(async (appId: string, zone: string, options: { json?: boolean }) => {
       const services = await rt.services();
-      const change = await services.rollups().setTimezone(appId, zone);
+      const change = await services.rollups().setTimezone(appId, zone, cliActor());
       const text = change.recomputing
         ? `Time zone of ${change.appId} set to ${change.timezone} (was ${change.previousTimezone}).\n` +
           `Rollups from ${change.fromDate} on are recomputed in ${change.timezone}; ` +
