@@ -72,7 +72,8 @@ export class RezoneService {
       const key = `${day.appId} ${day.day}`;
       if (!app || (day.zone !== undefined && day.zone !== app.served) || seen.has(key)) continue;
       seen.add(key);
-      items.push({ appId: day.appId, targets: [target(day.day, app.served, 'served')] });
+      const consume = { day: day.day, zone: app.served };
+      items.push({ appId: day.appId, targets: [target(day.day, app.served, 'served')], consume });
     }
     return items;
   }

@@ -136,9 +136,10 @@ export class RollupsService implements BeforeApplicationShutdown {
    * The scheduled computation: every (app, local day) marked dirty by ingest, plus every ended
    * day whose rows were computed before its end in their zone (finalisation after local
    * midnight), then a slice of the pending zone changes. Skips when another instance holds the
-   * lock, or when a run is already in flight here.
+   * lock, or when a run is already in flight here. `rezoneBudgetMs` bounds the time spent on
+   * zone changes (RezoneService's slice by default).
    */
-  run(now = Date.now()): Promise<RunResult> {
+  run(now = Date.now(), rezoneBudgetMs?: number): Promise<RunResult> {
     if (this.running) return Promise.resolve({ status: 'skipped', days: 0, rows: 0 });
     this.running = this.computation
       .withComputationLock(async (runner): Promise<RunResult> => {
@@ -150,7 +151,7 @@ export class RollupsService implements BeforeApplicationShutdown {
           (d) => localDayBounds(d.day, d.zone).end <= now,
         );
         const result = await this.recompute(runner, await this.rezone.plan(runner, dirty, unfinal));
-        const rezoned = await this.rezone.step(runner, now, () => this.stopping);
+        const rezoned = await this.rezone.step(runner, now, () => this.stopping, rezoneBudgetMs);
         return { ...result, days: result.days + rezoned.days, rows: result.rows + rezoned.rows, lagSeconds };
       })
       .then((result): RunResult => (result.locked ? result.value : { status: 'skipped', days: 0, rows: 0 }))
