@@ -14,6 +14,10 @@ export class AppTimezones1763890000000 implements MigrationInterface {
     await q.query(`ALTER TABLE apps ADD COLUMN timezone text NOT NULL DEFAULT 'UTC'`);
     await q.query(`ALTER TABLE apps ADD COLUMN rollup_timezone text NOT NULL DEFAULT 'UTC'`);
     await q.query(`ALTER TABLE rollups ADD COLUMN timezone text NOT NULL DEFAULT 'UTC'`);
+    // The instant the row's local day ends, computed by the service (Intl) with the row.
+    await q.query(`ALTER TABLE rollups ADD COLUMN day_end timestamptz`);
+    await q.query(`UPDATE rollups SET day_end = (day + 1)::timestamp AT TIME ZONE 'UTC'`);
+    await q.query(`ALTER TABLE rollups ALTER COLUMN day_end SET NOT NULL`);
     await q.query(`ALTER TABLE rollup_dirty ADD COLUMN timezone text NOT NULL DEFAULT 'UTC'`);
     await q.query(`CREATE TABLE rollups_rezone (LIKE rollups INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`);
     await q.query(`ALTER TABLE rollups_rezone ADD PRIMARY KEY (app_id, day, is_test_mode, event_name)`);
@@ -27,10 +31,7 @@ export class AppTimezones1763890000000 implements MigrationInterface {
       )`);
     // A row is unfinished while it was computed before the end of its day in its own zone.
     await q.query(`DROP INDEX IF EXISTS rollups_unfinal`);
-    await q.query(
-      `CREATE INDEX rollups_unfinal ON rollups (day, app_id)
-        WHERE computed_at < ((day + 1)::timestamp AT TIME ZONE timezone)`,
-    );
+    await q.query(`CREATE INDEX rollups_unfinal ON rollups (day_end, app_id) WHERE computed_at < day_end`);
   }
 
   async down(q: QueryRunner): Promise<void> {
@@ -42,6 +43,7 @@ export class AppTimezones1763890000000 implements MigrationInterface {
     await q.query(`DROP TABLE IF EXISTS rollup_rezone_jobs`);
     await q.query(`DROP TABLE IF EXISTS rollups_rezone`);
     await q.query(`ALTER TABLE rollup_dirty DROP COLUMN IF EXISTS timezone`);
+    await q.query(`ALTER TABLE rollups DROP COLUMN IF EXISTS day_end`);
     await q.query(`ALTER TABLE rollups DROP COLUMN IF EXISTS timezone`);
     await q.query(`ALTER TABLE apps DROP COLUMN IF EXISTS rollup_timezone`);
     await q.query(`ALTER TABLE apps DROP COLUMN IF EXISTS timezone`);

@@ -3,9 +3,11 @@ import { addDays } from './reads/time-params';
 
 /**
  * App time zones: validation and local calendar days, shared by the server and the CLI. Both
- * use the runtime's ICU data (Intl) and need no database round trip. PostgreSQL's own zone data
- * names the days of the marks that ingest writes (`ts AT TIME ZONE zone`); a test checks that the
- * two agree on every zone accepted here (test/timezones-agreement.e2e-spec.ts).
+ * use the runtime's ICU data (Intl) and need no database round trip. Every day boundary of the
+ * rollups (ingest's dirty marks, the computation, `final`, "today") comes from here, never from
+ * PostgreSQL's own copy of the tz data, so that the two can never disagree about one day; a test
+ * checks that PostgreSQL knows every accepted name and where their 2026 midnights differ
+ * (test/timezones-agreement.e2e-spec.ts).
  */
 
 export const DEFAULT_TIME_ZONE = 'UTC';
@@ -32,7 +34,7 @@ function formatter(zone: string): Intl.DateTimeFormat {
   return f;
 }
 
-/** True when `zone` is an IANA time zone name that both Intl and PostgreSQL understand. */
+/** True when `zone` is an IANA time zone name (Intl knows it; not an offset or a POSIX rule). */
 export function isTimeZone(zone: unknown): zone is string {
   if (typeof zone !== 'string' || zone.length > MAX_ZONE_LENGTH || !ZONE_NAME.test(zone)) return false;
   try {
@@ -101,4 +103,38 @@ export function localDatesOverlapping(start: number, end: number, zone: string):
     dates.push(date);
   }
   return dates;
+}
+
+/**
+ * Names the local days of instants in one zone, fast: it remembers the bounds of the last day it
+ * named, so that the instants of a batch, nearly all on the same day, cost two comparisons each.
+ * Ingest uses it to name the days of its dirty marks.
+ */
+export class LocalDayNamer {
+  private start = 1;
+  private end = 0;
+  private date = '';
+
+  constructor(readonly zone: string) {}
+
+  dateOf(t: number): string {
+    if (t >= this.start && t < this.end) return this.date;
+    const date = localDateString(t, this.zone);
+    const bounds = localDayBounds(date, this.zone);
+    if (t >= bounds.start && t < bounds.end) {
+      this.start = bounds.start;
+      this.end = bounds.end;
+      this.date = date;
+    }
+    return date;
+  }
+}
+
+const namers = new Map<string, LocalDayNamer>();
+
+/** The shared namer of `zone` (one per zone in use). */
+export function localDayNamer(zone: string): LocalDayNamer {
+  let namer = namers.get(zone);
+  if (!namer) namers.set(zone, (namer = new LocalDayNamer(zone)));
+  return namer;
 }

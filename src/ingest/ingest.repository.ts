@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { BinaryArrayWriter, ElementType, uuidBytes } from '@app/database/binary-arrays';
 import type { AcceptedEvent } from './ingest.types';
+import { dirtyMarkArrays } from './dirty-marks';
 
 // One statement does the whole write of one or more batches, so it is one transaction and one
 // round trip. Each input row carries its own app and receive time, because the writer puts the
@@ -14,7 +15,7 @@ import type { AcceptedEvent } from './ingest.types';
 //    index and then sees the conflict, so exactly one copy is stored.
 //  - `stored` inserts the events with no eventId or a freshly claimed one.
 //  - `dirty` marks each (app, local day) that received events, for the rollup task: the day in
-//    the app's time zone, which each batch carries ($20, $21: one app and zone per batch).
+//    the app's time zone, named before the statement ($20-$22, see dirtyMarkArrays).
 //  - The result lists the input positions (1-based) whose eventId was a duplicate.
 // The 18 arrays arrive in PostgreSQL's binary format (see BinaryArrayWriter); the dedup window
 // is a text parameter.
@@ -51,10 +52,8 @@ stored AS (
 ),
 dirty AS (
   INSERT INTO rollup_dirty (app_id, day, timezone)
-  SELECT DISTINCT s.app_id, (s.ts AT TIME ZONE z.zone)::date, z.zone
-    FROM stored s
-    JOIN (SELECT DISTINCT ON (app_id) app_id, zone FROM unnest($20::uuid[], $21::text[]) AS z(app_id, zone)) z
-      USING (app_id)
+  SELECT m.app_id, m.day::date, m.zone FROM unnest($20::uuid[], $21::text[], $22::text[]) AS m(app_id, day, zone)
+   WHERE EXISTS (SELECT 1 FROM stored s WHERE s.app_id = m.app_id)
 )
 SELECT i.n::int AS n FROM input i
  WHERE i.event_id IS NOT NULL
@@ -109,16 +108,6 @@ function statementArrays(batches: WriteBatch[], events: AcceptedEvent[], batchOf
     const payload = events[i].payload;
     w.json(payload === null ? null : JSON.stringify(payload));
   }
-  return w.end().finish();
-}
-
-/** The app and time zone of each batch, for the dirty marks: two arrays after the 18 columns. */
-function batchZoneArrays(batches: WriteBatch[]): Buffer[] {
-  const w = new BinaryArrayWriter(batches.length * 64);
-  w.begin(ElementType.uuid, batches.length);
-  for (const b of batches) w.uuid(uuidBytes(b.appId));
-  w.end().begin(ElementType.text, batches.length);
-  for (const b of batches) w.text(b.timezone ?? 'UTC');
   return w.end().finish();
 }
 
@@ -197,7 +186,7 @@ export class IngestRepository {
     const values: unknown[] = [
       ...statementArrays(batches, events, batchOf),
       dedupWindowMs,
-      ...batchZoneArrays(batches),
+      ...dirtyMarkArrays(batches),
     ];
     // The driver's client is used directly for its named (prepared) statements; TypeORM's
     // query() sends unnamed ones only.

@@ -79,6 +79,34 @@ export class RezoneService {
   }
 
   /**
+   * The local days, in each app's served zone, that overlap the UTC days `utcDays`, within
+   * [range.from, range.to] when given.
+   */
+  async localDaysOf(
+    runner: QueryRunner,
+    utcDays: AppDay[],
+    range: { from?: string; to?: string },
+  ): Promise<AppDay[]> {
+    const zones = await this.rezone.zonesOf(runner, [...new Set(utcDays.map((d) => d.appId))]);
+    const seen = new Set<string>();
+    const days: AppDay[] = [];
+    for (const { appId, day: utcDay } of utcDays) {
+      const app = zones.get(appId);
+      if (!app) continue;
+      const start = Date.parse(`${utcDay}T00:00:00Z`);
+      for (const day of localDatesOverlapping(start, start + DAY_MS, app.served)) {
+        const key = `${appId} ${day}`;
+        if ((range.from !== undefined && day < range.from) || (range.to !== undefined && day > range.to))
+          continue;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        days.push({ appId, day, zone: app.served });
+      }
+    }
+    return days;
+  }
+
+  /**
    * Sets an app's zone. Under the computation lock, so that no run builds a set for a zone that
    * is being replaced. The retained days (those whose events are still stored) are then
    * recomputed in the new zone by the scheduled computation.

@@ -112,23 +112,25 @@ export class RollupComputationRepository {
   }
 
   /**
-   * Days whose rows were last computed before the day's end in their zone (so they are not
-   * final yet), from `since` on; the caller keeps those that have ended. The partial index
-   * rollups_unfinal keeps this cheap: it holds only such rows.
+   * Days that have ended by `now` in their zone but whose rows were last computed before that
+   * end (so they are not final yet), from `since` on. The partial index rollups_unfinal keeps
+   * this cheap: it holds only such rows.
    */
-  async unfinalisedDays(runner: QueryRunner, since: string): Promise<Required<AppDay>[]> {
+  async unfinalisedDays(runner: QueryRunner, since: string, now: number): Promise<Required<AppDay>[]> {
     return (await runner.query(
       `SELECT DISTINCT app_id AS "appId", day::text AS day, timezone AS zone
          FROM rollups
-        WHERE computed_at < ((day + 1)::timestamp AT TIME ZONE timezone)
-          AND day >= $1::date
+        WHERE computed_at < day_end AND day_end <= $2 AND day >= $1::date
         ORDER BY day, "appId"`,
-      [since],
+      [since, new Date(now)],
     )) as Required<AppDay>[];
   }
 
-  /** The (app, day) pairs that have stored events, optionally for one app and a day range. */
-  async daysWithEvents(
+  /**
+   * The (app, UTC day) pairs that have stored events, optionally for one app and a range of UTC
+   * days; the caller maps them to the app's local days.
+   */
+  async utcDaysWithEvents(
     runner: QueryRunner,
     scope: { appId?: string; from?: string; to?: string },
   ): Promise<AppDay[]> {
@@ -138,26 +140,21 @@ export class RollupComputationRepository {
       params.push(scope.appId);
       where.push(`app_id = $${params.length}`);
     }
-    // Days are local to each app's served zone: a local day lies within a day of its UTC day.
     if (scope.from !== undefined) {
       params.push(scope.from);
-      where.push(`ts >= (($${params.length}::date - 1)::timestamp AT TIME ZONE 'UTC')`);
+      where.push(`ts >= ($${params.length}::date::timestamp AT TIME ZONE 'UTC')`);
     }
     if (scope.to !== undefined) {
       params.push(scope.to);
-      where.push(`ts < (($${params.length}::date + 2)::timestamp AT TIME ZONE 'UTC')`);
+      where.push(`ts < (($${params.length}::date + 1)::timestamp AT TIME ZONE 'UTC')`);
     }
-    const days = (await runner.query(
-      `SELECT DISTINCT e.app_id AS "appId", (e.ts AT TIME ZONE a.rollup_timezone)::date::text AS day
-         FROM events e JOIN apps a ON a.id = e.app_id
+    return (await runner.query(
+      `SELECT DISTINCT app_id AS "appId", (ts AT TIME ZONE 'UTC')::date::text AS day
+         FROM events
         ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
         ORDER BY day, "appId"`,
       params,
     )) as AppDay[];
-    return days.filter(
-      (d) =>
-        (scope.from === undefined || d.day >= scope.from) && (scope.to === undefined || d.day <= scope.to),
-    );
   }
 
   /**
@@ -204,13 +201,14 @@ export class RollupComputationRepository {
     // the stored sum saturates at the largest finite double instead.
     const result = await runner.query(
       `INSERT INTO ${table} AS r (app_id, day, is_test_mode, event_name, events, unique_users,
-                                 unique_sessions, fv_count, fv_sum, fv_min, fv_max, computed_at, timezone)
+                                 unique_sessions, fv_count, fv_sum, fv_min, fv_max, computed_at, timezone,
+                                 day_end)
        SELECT $1::uuid, $2::date, is_test_mode,
               CASE WHEN GROUPING(event_name) = 1 THEN '' ELSE event_name END,
               count(*), count(DISTINCT anonymous_user_id), count(DISTINCT session_id),
               count(float_value),
               greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision,
-              min(float_value), max(float_value), now(), $3::text
+              min(float_value), max(float_value), now(), $3::text, $5::timestamptz
          FROM events
         WHERE app_id = $1::uuid
           AND ts >= $4::timestamptz
@@ -225,7 +223,8 @@ export class RollupComputationRepository {
               fv_min = EXCLUDED.fv_min,
               fv_max = EXCLUDED.fv_max,
               computed_at = EXCLUDED.computed_at,
-              timezone = EXCLUDED.timezone`,
+              timezone = EXCLUDED.timezone,
+              day_end = EXCLUDED.day_end`,
       [appId, target.day, target.zone, new Date(target.start), new Date(target.end)],
       true,
     );

@@ -147,9 +147,7 @@ export class RollupsService implements BeforeApplicationShutdown {
         const dirty = await this.computation.dirtyDays(runner);
         // Older days have lost their events to retention: recomputing them would change nothing.
         const since = addDays(utcDateString(now), -(this.config.eventRetentionDays + 1));
-        const unfinal = (await this.computation.unfinalisedDays(runner, since)).filter(
-          (d) => localDayBounds(d.day, d.zone).end <= now,
-        );
+        const unfinal = await this.computation.unfinalisedDays(runner, since, now);
         const result = await this.recompute(runner, await this.rezone.plan(runner, dirty, unfinal));
         const rezoned = await this.rezone.step(runner, now, () => this.stopping, rezoneBudgetMs);
         return { ...result, days: result.days + rezoned.days, rows: result.rows + rezoned.rows, lagSeconds };
@@ -183,7 +181,13 @@ export class RollupsService implements BeforeApplicationShutdown {
         days = [];
         for (let day = options.from; day <= options.to; day = addDays(day, 1)) days.push({ appId, day });
       } else {
-        days = await this.computation.daysWithEvents(runner, { appId, from: options.from, to: options.to });
+        // A local day lies within a day either side of its UTC date.
+        const utcDays = await this.computation.utcDaysWithEvents(runner, {
+          appId,
+          from: options.from === undefined ? undefined : addDays(options.from, -1),
+          to: options.to === undefined ? undefined : addDays(options.to, 1),
+        });
+        days = await this.rezone.localDaysOf(runner, utcDays, options);
       }
       return this.recompute(runner, await this.rezone.plan(runner, [], days));
     }, options.lockWaitMs ?? COMPUTE_LOCK_WAIT_MS);
