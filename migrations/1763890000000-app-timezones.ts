@@ -14,10 +14,9 @@ export class AppTimezones1763890000000 implements MigrationInterface {
     await q.query(`ALTER TABLE apps ADD COLUMN timezone text NOT NULL DEFAULT 'UTC'`);
     await q.query(`ALTER TABLE apps ADD COLUMN rollup_timezone text NOT NULL DEFAULT 'UTC'`);
     await q.query(`ALTER TABLE rollups ADD COLUMN timezone text NOT NULL DEFAULT 'UTC'`);
-    // The instant the row's local day ends, computed by the service (Intl) with the row.
+    // The instant the row's local day ends, computed by the service (Intl) with the row; null
+    // (the rows before this migration) is the end of the UTC day.
     await q.query(`ALTER TABLE rollups ADD COLUMN day_end timestamptz`);
-    await q.query(`UPDATE rollups SET day_end = (day + 1)::timestamp AT TIME ZONE 'UTC'`);
-    await q.query(`ALTER TABLE rollups ALTER COLUMN day_end SET NOT NULL`);
     await q.query(`ALTER TABLE rollup_dirty ADD COLUMN timezone text NOT NULL DEFAULT 'UTC'`);
     await q.query(`CREATE TABLE rollups_rezone (LIKE rollups INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`);
     await q.query(`ALTER TABLE rollups_rezone ADD PRIMARY KEY (app_id, day, is_test_mode, event_name)`);
@@ -31,7 +30,10 @@ export class AppTimezones1763890000000 implements MigrationInterface {
       )`);
     // A row is unfinished while it was computed before the end of its day in its own zone.
     await q.query(`DROP INDEX IF EXISTS rollups_unfinal`);
-    await q.query(`CREATE INDEX rollups_unfinal ON rollups (day_end, app_id) WHERE computed_at < day_end`);
+    await q.query(
+      `CREATE INDEX rollups_unfinal ON rollups (day, app_id)
+        WHERE computed_at < coalesce(day_end, (day + 1)::timestamp AT TIME ZONE 'UTC')`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -120,7 +120,9 @@ export class RollupComputationRepository {
     return (await runner.query(
       `SELECT DISTINCT app_id AS "appId", day::text AS day, timezone AS zone
          FROM rollups
-        WHERE computed_at < day_end AND day_end <= $2 AND day >= $1::date
+        WHERE computed_at < coalesce(day_end, (day + 1)::timestamp AT TIME ZONE 'UTC')
+          AND coalesce(day_end, (day + 1)::timestamp AT TIME ZONE 'UTC') <= $2
+          AND day >= $1::date
         ORDER BY day, "appId"`,
       [since, new Date(now)],
     )) as Required<AppDay>[];
