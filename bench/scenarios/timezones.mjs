@@ -16,6 +16,7 @@ import { connect, generateEvents, insertApps } from '../lib/db.mjs';
 import { runLoad } from '../lib/load.mjs';
 import { cli, freePort, startServer } from '../lib/processes.mjs';
 import { flags, snapshotDist } from '../lib/common.mjs';
+import { saveResultsSection } from '../lib/report.mjs';
 
 export const TIMEZONE_TARGETS = { readP50Ms: 10, recomputeSeconds: 20, ingestNsPerEvent: 200 };
 
@@ -184,15 +185,7 @@ export async function timezonesBenchmarkMain({ root, log }) {
         ingest: zonedMarks.nsPerEventAt100 <= TIMEZONE_TARGETS.ingestNsPerEvent,
       },
     };
-    const file = path.join(root, 'bench', 'results', 'latest.json');
-    let results = { schema: 1 };
-    try {
-      results = JSON.parse(fs.readFileSync(file, 'utf8'));
-    } catch {
-      /* first run */
-    }
-    results.timezones = section;
-    fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
+    saveResultsSection(root, 'timezones', section);
     process.stdout.write(`${JSON.stringify(section, null, 2)}\n`);
     return section.recompute.exact ? 0 : 1;
   } finally {
