@@ -56,11 +56,9 @@ export class AppsService {
     return (await this.apps.listAll()).map(view);
   }
 
-  /** The app's configured time zone; `not_found` when there is no such app. */
-  async timezoneOf(appId: string): Promise<string> {
-    const zone = await this.apps.timezoneOf(appId);
-    if (zone === null) throw new AppError('not_found', `No such app: ${appId}`);
-    return zone;
+  /** The app's configured time zone, or null when there is no such app. */
+  timezoneOf(appId: string): Promise<string | null> {
+    return this.apps.timezoneOf(appId);
   }
 
   /** Fails with `not_found` naming the ids that are not apps. */

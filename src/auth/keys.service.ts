@@ -262,7 +262,8 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     if (!entry || now - entry.readAt >= this.config.keyCacheTtlMs) {
       const key = await this.keys.findByHash(hash);
       if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
-      const timezone = key?.kind === 'ingest' ? await this.apps.timezoneOf(key.appIds[0]) : undefined;
+      const timezone =
+        key?.kind === 'ingest' ? ((await this.apps.timezoneOf(key.appIds[0])) ?? undefined) : undefined;
       entry = { key, readAt: now, timezone };
       // Unknown keys are not cached: a key issued a moment ago must work at once.
       if (key) this.cache.set(cacheKey, entry);

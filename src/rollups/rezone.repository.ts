@@ -24,6 +24,10 @@ SELECT a.id AS "appId", a.rollup_timezone AS served, j.timezone AS "jobZone",
        j.from_day::text AS "fromDay", j.next_day::text AS "nextDay"
   FROM apps a LEFT JOIN rollup_rezone_jobs j ON j.app_id = a.id`;
 
+// The columns a rollup set carries, in both tables.
+const SET_COLUMNS = `app_id, day, is_test_mode, event_name, events, unique_users, unique_sessions, fv_count,
+  fv_sum, fv_min, fv_max, computed_at, timezone, day_end`;
+
 function toZones(r: ZoneRow): AppZones {
   return {
     appId: r.appId,
@@ -101,7 +105,8 @@ export class RezoneRepository {
     try {
       await runner.query(`DELETE FROM rollups WHERE app_id = $1 AND day >= $2::date`, [appId, fromDay]);
       await runner.query(
-        `INSERT INTO rollups SELECT * FROM rollups_rezone WHERE app_id = $1 AND timezone = $2`,
+        `INSERT INTO rollups (${SET_COLUMNS}) SELECT ${SET_COLUMNS} FROM rollups_rezone
+          WHERE app_id = $1 AND timezone = $2`,
         [appId, zone],
       );
       await runner.query(`DELETE FROM rollups_rezone WHERE app_id = $1`, [appId]);
