@@ -324,6 +324,28 @@ describe('app time zones', () => {
       expect(res.body.apps).toEqual([{ id: tenant.appId, name: tenant.app.name, timezone: 'Europe/Berlin' }]);
     });
 
+    it('ingest takes the zone from its key cache; marks named in the old zone land on the new days', async () => {
+      const tenant = await tenantIn('UTC');
+      const base = Date.parse(`${addDays(utcDateString(Date.now()), -2)}T12:00:00Z`);
+      const send = async (eventTime: number) =>
+        expect(
+          (await postIngest(t.http, tenant.liveKey, { events: [{ eventName: 'A', eventTime }] })).status,
+        ).toBe(200);
+      await send(base); // caches the key, with UTC
+      await service.setTimezone(tenant.appId, 'Asia/Tokyo', TEST_ACTOR);
+      // 20:00Z: the same UTC day, the next day in Tokyo. The cached key still says UTC.
+      await send(base + 8 * HOUR);
+      const marks = (await t.db.query(
+        `SELECT DISTINCT day::text AS day, timezone FROM rollup_dirty WHERE app_id = $1`,
+        [tenant.appId],
+      )) as { day: string; timezone: string }[];
+      expect(marks).toEqual([{ day: utcDateString(base), timezone: 'UTC' }]);
+      await runUntilIdle();
+      const rows = await rollups(tenant.apiKey, { appId: tenant.appId, range: '5d' });
+      expect(rows.every((r) => r.timezone === 'Asia/Tokyo')).toBe(true);
+      expect(totals(rows)).toEqual({ [utcDateString(base)]: 1, [addDays(utcDateString(base), 1)]: 1 });
+    });
+
     it('setting the zone the rollups are already in starts no recomputation', async () => {
       const tenant = await tenantIn(NY);
       const change = await service.setTimezone(tenant.appId, NY, TEST_ACTOR);
