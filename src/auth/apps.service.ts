@@ -31,10 +31,10 @@ export class AppsService {
     if (trimmed.length < 1 || trimmed.length > 200) {
       throw new AppError('invalid_body', 'An app name is 1 to 200 characters.');
     }
-    assertTimeZone(timezone);
+    const zone = assertTimeZone(timezone);
     const app = await this.apps.transaction(async (manager) => {
       const created = await this.apps.insert(
-        { id: randomUUID(), name: trimmed, piiSecret: randomBytes(32), timezone },
+        { id: randomUUID(), name: trimmed, piiSecret: randomBytes(32), timezone: zone },
         manager,
       );
       await this.audit.record(
@@ -43,7 +43,7 @@ export class AppsService {
           actor,
           appId: created.id,
           targetId: created.id,
-          details: { name: trimmed, timezone },
+          details: { name: trimmed, timezone: zone },
         },
         manager,
       );

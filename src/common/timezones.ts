@@ -45,6 +45,17 @@ export function isTimeZone(zone: unknown): zone is string {
   }
 }
 
+let canonicalNames: Map<string, string> | undefined;
+
+/**
+ * The usual spelling of a zone name that Intl lists (`europe/berlin` → `Europe/Berlin`);
+ * other accepted names (aliases such as `Asia/Kolkata`) are kept as given.
+ */
+export function canonicalTimeZone(zone: string): string {
+  canonicalNames ??= new Map(Intl.supportedValuesOf('timeZone').map((z) => [z.toLowerCase(), z]));
+  return canonicalNames.get(zone.toLowerCase()) ?? (zone.toLowerCase() === 'utc' ? DEFAULT_TIME_ZONE : zone);
+}
+
 /** `YYYY-MM-DD` of the calendar day in `zone` that contains the instant `t` (epoch ms). */
 export function localDateString(t: number, zone: string): string {
   if (zone === DEFAULT_TIME_ZONE) return utcDateString(t);

@@ -113,13 +113,13 @@ export class RezoneService {
    */
   async setTimezone(
     appIdInput: string,
-    zone: string,
+    zoneInput: string,
     actor: AuditActor,
     now = Date.now(),
   ): Promise<ZoneChange> {
     const appId = normaliseAppId(appIdInput);
     if (!UUID.test(appId)) throw new AppError('invalid_body', `appId must be a UUID, got "${appIdInput}"`);
-    assertTimeZone(zone);
+    const zone = assertTimeZone(zoneInput);
     const fromDate = localDateString(now - this.config.eventRetentionDays * DAY_MS, zone);
     const locked = await this.computation.withComputationLock(
       () =>
