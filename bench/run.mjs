@@ -10,6 +10,8 @@
 // server to bench/.cache/profiles/ and list its hottest functions), --cli (only the admin CLI's
 // timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --pair (two
 // builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json),
+// --replica (reads on a hot standby against reads on the primary, bench/scenarios/replica.mjs,
+// recorded in the `replica` section of latest.json),
 // --timezones [--tz-events <n>] (only the app time zone figures, bench/scenarios/timezones.mjs, in
 // the `timezones` section of latest.json).
 //
@@ -112,6 +114,7 @@ async function main() {
   results.durationSeconds = (Date.now() - started) / 1000;
   results.cli = previousSection('cli');
   results.timezones = previousSection('timezones');
+  results.replica = previousSection('replica');
   results.targets = evaluateTargets(results);
   results.budget = budgetOf(results);
   results.correctness = correctness;
@@ -124,7 +127,8 @@ async function main() {
   return correctness.every((c) => c.pass) ? 0 : 1;
 }
 
-// The CLI and time zone figures come from `--cli` and `--timezones` runs; a full run keeps the last ones.
+// The CLI, replica and time zone figures come from `--cli`, `--replica` and `--timezones` runs; a full
+// run keeps the last ones.
 function previousSection(name) {
   try {
     return JSON.parse(fs.readFileSync(path.join(BENCH, 'results', 'latest.json'), 'utf8'))[name];
@@ -135,9 +139,11 @@ function previousSection(name) {
 
 const run = flags.cli
   ? () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git }))
-  : flags.timezones
-    ? () => import('./scenarios/timezones.mjs').then((m) => m.timezonesBenchmarkMain({ root: ROOT, log }))
-    : main;
+  : flags.replica
+    ? () => import('./scenarios/replica.mjs').then((m) => m.replicaBenchmarkMain({ root: ROOT, log, git }))
+    : flags.timezones
+      ? () => import('./scenarios/timezones.mjs').then((m) => m.timezonesBenchmarkMain({ root: ROOT, log }))
+      : main;
 run().then(
   (code) => process.exit(code),
   (err) => {

@@ -25,6 +25,8 @@ export const { values: flags } = parseArgs({
     // App time zones alone (bench/scenarios/timezones.mjs), the `timezones` section.
     timezones: { type: 'boolean', default: false },
     'tz-events': { type: 'string' },
+    // Reads on a hot standby against reads on the primary (bench/scenarios/replica.mjs).
+    replica: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
     // Paired A/B of two builds (bench/scenarios/pair.mjs).

@@ -73,13 +73,21 @@ function buildRollups(dataSource: DataSource, config: AppConfig, audit: AuditSer
     require('../rollups/rollup.repository') as typeof import('../rollups/rollup.repository');
   const { RollupComputationRepository } =
     require('../rollups/rollup-computation.repository') as typeof import('../rollups/rollup-computation.repository');
+  const { FixedReadDatabase } =
+    require('../database/read-database') as typeof import('../database/read-database');
   const { RezoneRepository } =
     require('../rollups/rezone.repository') as typeof import('../rollups/rezone.repository');
   const { RezoneService } =
     require('../rollups/rezone.service') as typeof import('../rollups/rezone.service');
   const computation = new RollupComputationRepository(dataSource);
   const rezone = new RezoneService(computation, new RezoneRepository(dataSource), config, audit);
-  return new RollupsService(new RollupRepository(dataSource), computation, config, rezone);
+  // The CLI reads the primary.
+  return new RollupsService(
+    new RollupRepository(new FixedReadDatabase(dataSource)),
+    computation,
+    config,
+    rezone,
+  );
 }
 
 /** Attaches to the database, applies the pending migrations and leaves; returns their names. */

@@ -1,7 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
-import { READ_DATA_SOURCE } from '@app/database/database.module';
+import { ReadDatabase } from '@app/database/read-database';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 
 export interface RollupFilters {
@@ -81,7 +79,7 @@ interface PgClient {
 /** Reads of the `rollups` table for the read endpoint. */
 @Injectable()
 export class RollupRepository {
-  constructor(@InjectDataSource(READ_DATA_SOURCE) private readonly db: DataSource) {}
+  constructor(private readonly read: ReadDatabase) {}
 
   async list(appId: string, filters: RollupFilters): Promise<RollupRow[]> {
     const values = [
@@ -91,23 +89,24 @@ export class RollupRepository {
       filters.eventName ?? null,
       filters.testMode === 'all' ? null : filters.testMode === 'true',
     ];
-    // The driver's client directly, for a named (prepared) statement and array rows.
-    const runner = this.db.createQueryRunner();
-    let rows: ListRow[];
-    try {
-      const client = (await runner.connect()) as PgClient;
-      rows = (await client.query({ name: LIST_NAME, text: LIST, values, rowMode: 'array' })).rows;
-    } finally {
-      await runner.release();
-    }
+    const rows = await this.read.run(async (db) => {
+      // The driver's client directly, for a named (prepared) statement and array rows.
+      const runner = db.createQueryRunner();
+      try {
+        const client = (await runner.connect()) as PgClient;
+        return (await client.query({ name: LIST_NAME, text: LIST, values, rowMode: 'array' })).rows;
+      } finally {
+        await runner.release();
+      }
+    });
     return rows.map(toRollupRow);
   }
 
   /** The zone the app's served rollups are in (its days, "today"); UTC for an unknown app. */
   async servedZone(appId: string): Promise<string> {
-    const rows = (await this.db.query(`SELECT rollup_timezone AS zone FROM apps WHERE id = $1`, [appId])) as {
-      zone: string;
-    }[];
+    const rows = (await this.read.run((db) =>
+      db.query(`SELECT rollup_timezone AS zone FROM apps WHERE id = $1`, [appId]),
+    )) as { zone: string }[];
     return rows[0]?.zone ?? 'UTC';
   }
 }
