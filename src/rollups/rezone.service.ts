@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
 import { AppError } from '@app/common/app-error';
-import { DAY_MS } from '@app/common/time';
+import { DAY_MS, utcDateString } from '@app/common/time';
 import { normaliseAppId, UUID } from '@app/common/ids';
 import { addDays } from '@app/common/reads/time-params';
-import { localDateString, localDatesOverlapping, localDayBounds } from '@app/common/timezones';
+import { localDateString, localDatesOverlapping, localDayBounds, localDayStart } from '@app/common/timezones';
 import { assertTimeZone } from '@app/auth/timezone-validation';
 import { AuditService } from '@app/audit/audit.service';
 import type { AuditActor } from '@app/audit/audit.types';
@@ -120,7 +120,7 @@ export class RezoneService {
     const appId = normaliseAppId(appIdInput);
     if (!UUID.test(appId)) throw new AppError('invalid_body', `appId must be a UUID, got "${appIdInput}"`);
     const zone = assertTimeZone(zoneInput);
-    const fromDate = localDateString(now - this.config.eventRetentionDays * DAY_MS, zone);
+    const fromDate = firstRetainedDay(now - this.config.eventRetentionDays * DAY_MS, zone);
     const locked = await this.computation.withComputationLock(
       () =>
         this.rezone.transaction(async (tx) => {
@@ -184,6 +184,16 @@ export class RezoneService {
     }
     return { days, rows, swapped };
   }
+}
+
+/**
+ * The first local day in `zone` whose events are all still stored: partitions are kept from
+ * the UTC day of `cutoff` on, so the local day must not start before that UTC midnight.
+ */
+function firstRetainedDay(cutoff: number, zone: string): string {
+  const keptFrom = Date.parse(`${utcDateString(cutoff)}T00:00:00Z`);
+  const day = localDateString(keptFrom, zone);
+  return localDayStart(day, zone) < keptFrom ? addDays(day, 1) : day;
 }
 
 /** The days a dirty mark makes stale: in the served zone, and in a pending change's zone if built. */
