@@ -150,7 +150,13 @@ export class RollupsService implements BeforeApplicationShutdown {
         const unfinal = await this.computation.unfinalisedDays(runner, since, now);
         const result = await this.recompute(runner, await this.rezone.plan(runner, dirty, unfinal));
         const rezoned = await this.rezone.step(runner, now, () => this.stopping, rezoneBudgetMs);
-        return { ...result, days: result.days + rezoned.days, rows: result.rows + rezoned.rows, lagSeconds };
+        return {
+          ...result,
+          days: result.days + rezoned.days,
+          rows: result.rows + rezoned.rows,
+          abandoned: result.abandoned || this.stopping,
+          lagSeconds,
+        };
       })
       .then((result): RunResult => (result.locked ? result.value : { status: 'skipped', days: 0, rows: 0 }))
       .finally(() => {
