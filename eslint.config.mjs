@@ -30,7 +30,7 @@ const ALLOWED_IMPORTS = {
   auth: [...FOUNDATION, 'audit'],
   ingest: [...FOUNDATION, 'auth'],
   events: [...FOUNDATION, 'auth'],
-  rollups: [...FOUNDATION, 'auth'],
+  rollups: [...FOUNDATION, 'audit', 'auth'],
   storage: FOUNDATION,
   ops: FOUNDATION,
   dashboard: FOUNDATION,

@@ -12,7 +12,9 @@
 // victim app's latency with and without a hostile ingest key, bench/scenarios/isolation.mjs,
 // recorded in the `isolation` section), --pair (two builds loaded side by side,
 // bench/scenarios/pair.mjs, written to bench/results/pair.json), --replica (reads on a hot standby
-// against reads on the primary, bench/scenarios/replica.mjs, recorded in the `replica` section).
+// against reads on the primary, bench/scenarios/replica.mjs, recorded in the `replica` section),
+// --timezones [--tz-events <n>] (only the app time zone figures, bench/scenarios/timezones.mjs, in
+// the `timezones` section of latest.json).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -117,6 +119,7 @@ async function main() {
 
   results.durationSeconds = (Date.now() - started) / 1000;
   results.cli = previousSection('cli');
+  results.timezones = previousSection('timezones');
   results.replica = previousSection('replica');
   results.targets = evaluateTargets(results);
   results.budget = budgetOf(results);
@@ -130,7 +133,8 @@ async function main() {
   return correctness.every((c) => c.pass) ? 0 : 1;
 }
 
-// The CLI and replica figures come from `--cli` and `--replica` runs; a full run keeps the last ones.
+// The CLI, replica and time zone figures come from `--cli`, `--replica` and `--timezones` runs; a full
+// run keeps the last ones.
 function previousSection(name) {
   try {
     return JSON.parse(fs.readFileSync(path.join(BENCH, 'results', 'latest.json'), 'utf8'))[name];
@@ -143,7 +147,9 @@ const run = flags.cli
   ? () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git }))
   : flags.replica
     ? () => import('./scenarios/replica.mjs').then((m) => m.replicaBenchmarkMain({ root: ROOT, log, git }))
-    : main;
+    : flags.timezones
+      ? () => import('./scenarios/timezones.mjs').then((m) => m.timezonesBenchmarkMain({ root: ROOT, log }))
+      : main;
 run().then(
   (code) => process.exit(code),
   (err) => {

@@ -65,7 +65,9 @@ describe('audit log', () => {
       );
       expect(e.at).toMatch(ISO);
     }
-    expect(entries[0]).toEqual(expect.objectContaining({ targetId: app.id, details: { name: 'Audited' } }));
+    expect(entries[0]).toEqual(
+      expect.objectContaining({ targetId: app.id, details: { name: 'Audited', timezone: 'UTC' } }),
+    );
     expect(entries[1]).toEqual(
       expect.objectContaining({
         targetId: ingest.id,

@@ -60,11 +60,13 @@ describe('admin CLI: JSON documents and exit codes', () => {
     expect(created.json).toEqual({
       id: expect.stringMatching(UUID),
       name: 'Shop',
+      timezone: 'UTC',
       createdAt: expect.stringMatching(ISO),
     });
     const listed = await cli('apps', 'list', '--json');
     expect(listed.json).toEqual(expect.arrayContaining([created.json]));
-    for (const app of listed.json) expect(Object.keys(app).sort()).toEqual(['createdAt', 'id', 'name']);
+    for (const app of listed.json)
+      expect(Object.keys(app).sort()).toEqual(['createdAt', 'id', 'name', 'timezone']);
   });
 
   it('keys create-ingest issues working live and test keys', async () => {
@@ -188,6 +190,7 @@ describe('admin CLI: JSON documents and exit codes', () => {
       app: {
         id: expect.stringMatching(UUID),
         name: expect.any(String),
+        timezone: 'UTC',
         createdAt: expect.stringMatching(ISO),
       },
       ingestKeys: {

@@ -29,8 +29,8 @@ describe('GET /api/v1/key', () => {
       scopes: ['rollups:read'],
       expiresAt: key.expiresAt,
       apps: [
-        { id: alpha.id, name: 'Alpha app' },
-        { id: beta.id, name: 'Beta app' },
+        { id: alpha.id, name: 'Alpha app', timezone: 'UTC' },
+        { id: beta.id, name: 'Beta app', timezone: 'UTC' },
       ],
     });
     expect(JSON.stringify(res.body)).not.toContain(key.key);

@@ -51,6 +51,7 @@ function expectedRollups(appId: string, events: MixEvent[]) {
           : null,
         final: expect.any(Boolean),
         computedAt: expect.any(Number),
+        timezone: 'UTC',
         sortKey: [date, name, isTestMode ? 1 : 0] as const,
       };
     })

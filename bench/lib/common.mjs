@@ -22,6 +22,9 @@ export const { values: flags } = parseArgs({
     'keep-pg': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     cli: { type: 'boolean', default: false },
+    // App time zones alone (bench/scenarios/timezones.mjs), the `timezones` section.
+    timezones: { type: 'boolean', default: false },
+    'tz-events': { type: 'string' },
     // Reads on a hot standby against reads on the primary (bench/scenarios/replica.mjs).
     replica: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },

@@ -300,3 +300,17 @@ export function hottestFunctions(dir, pid, top = 25) {
       })),
   };
 }
+
+/** Records one section of bench/results/latest.json (a `--cli` or `--timezones` run), keeping the rest. */
+export function saveResultsSection(root, name, section) {
+  const file = path.join(root, 'bench', 'results', 'latest.json');
+  let results = { schema: 1 };
+  try {
+    results = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    /* no full run recorded yet */
+  }
+  results[name] = section;
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
+}

@@ -12,6 +12,10 @@ export class AppEntity {
   @Column({ name: 'pii_secret', type: 'bytea', select: false })
   piiSecret: Buffer;
 
+  /** IANA time zone of the app's rollup days. */
+  @Column({ type: 'text', default: 'UTC' })
+  timezone: string;
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }

@@ -17,18 +17,29 @@ export class AppRepository {
   }
 
   async insert(
-    app: { id: string; name: string; piiSecret: Buffer },
+    app: { id: string; name: string; piiSecret: Buffer; timezone: string },
     manager?: EntityManager,
   ): Promise<AppEntity> {
+    // A new app has no rollups yet: they are computed in its zone from the start.
     const rows = (await (manager ?? this.db).query(
-      `INSERT INTO apps (id, name, pii_secret) VALUES ($1, $2, $3) RETURNING id, name, created_at`,
-      [app.id, app.name, app.piiSecret],
-    )) as { id: string; name: string; created_at: Date }[];
+      `INSERT INTO apps (id, name, pii_secret, timezone, rollup_timezone) VALUES ($1, $2, $3, $4, $4)
+       RETURNING id, name, timezone, created_at`,
+      [app.id, app.name, app.piiSecret, app.timezone],
+    )) as { id: string; name: string; timezone: string; created_at: Date }[];
     return Object.assign(new AppEntity(), {
       id: rows[0].id,
       name: rows[0].name,
+      timezone: rows[0].timezone,
       createdAt: rows[0].created_at,
     });
+  }
+
+  /** The app's configured time zone, or null when there is no such app. */
+  async timezoneOf(appId: string): Promise<string | null> {
+    const rows = (await this.repo.query(`SELECT timezone FROM apps WHERE id = $1`, [appId])) as {
+      timezone: string;
+    }[];
+    return rows[0]?.timezone ?? null;
   }
 
   listAll(): Promise<AppEntity[]> {
@@ -43,11 +54,12 @@ export class AppRepository {
     return rows.map((r) => r.id);
   }
 
-  /** Id and name of each existing app among `ids`, by name. */
-  async namesOf(ids: string[]): Promise<{ id: string; name: string }[]> {
-    return (await this.repo.query(`SELECT id, name FROM apps WHERE id = ANY($1::uuid[]) ORDER BY name, id`, [
-      ids,
-    ])) as { id: string; name: string }[];
+  /** Id, name and time zone of each existing app among `ids`, by name. */
+  async namesOf(ids: string[]): Promise<{ id: string; name: string; timezone: string }[]> {
+    return (await this.repo.query(
+      `SELECT id, name, timezone FROM apps WHERE id = ANY($1::uuid[]) ORDER BY name, id`,
+      [ids],
+    )) as { id: string; name: string; timezone: string }[];
   }
 
   async piiSecret(appId: string): Promise<Buffer | null> {

@@ -1,13 +1,18 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '@app/common/app-error';
 import { Injectable } from '@app/common/di';
+import { DEFAULT_TIME_ZONE } from '@app/common/timezones';
+import type { AppEntity } from './app.entity';
 import { AuditService } from '@app/audit/audit.service';
 import type { AuditActor } from '@app/audit/audit.types';
 import { AppRepository } from './app.repository';
+import { assertTimeZone } from './timezone-validation';
 
 export interface AppView {
   id: string;
   name: string;
+  /** IANA time zone of the app's rollup days. */
+  timezone: string;
   createdAt: string;
 }
 
@@ -21,28 +26,39 @@ export class AppsService {
   ) {}
 
   /** Creates an app; the audit entry commits with it. */
-  async create(name: string, actor: AuditActor): Promise<AppView> {
+  async create(name: string, actor: AuditActor, timezone: string = DEFAULT_TIME_ZONE): Promise<AppView> {
     const trimmed = name.trim();
     if (trimmed.length < 1 || trimmed.length > 200) {
       throw new AppError('invalid_body', 'An app name is 1 to 200 characters.');
     }
+    const zone = assertTimeZone(timezone);
     const app = await this.apps.transaction(async (manager) => {
       const created = await this.apps.insert(
-        { id: randomUUID(), name: trimmed, piiSecret: randomBytes(32) },
+        { id: randomUUID(), name: trimmed, piiSecret: randomBytes(32), timezone: zone },
         manager,
       );
       await this.audit.record(
-        { action: 'app.created', actor, appId: created.id, targetId: created.id, details: { name: trimmed } },
+        {
+          action: 'app.created',
+          actor,
+          appId: created.id,
+          targetId: created.id,
+          details: { name: trimmed, timezone: zone },
+        },
         manager,
       );
       return created;
     });
-    return { id: app.id, name: app.name, createdAt: app.createdAt.toISOString() };
+    return view(app);
   }
 
   async list(): Promise<AppView[]> {
-    const apps = await this.apps.listAll();
-    return apps.map((a) => ({ id: a.id, name: a.name, createdAt: a.createdAt.toISOString() }));
+    return (await this.apps.listAll()).map(view);
+  }
+
+  /** The app's configured time zone, or null when there is no such app. */
+  timezoneOf(appId: string): Promise<string | null> {
+    return this.apps.timezoneOf(appId);
   }
 
   /** Fails with `not_found` naming the ids that are not apps. */
@@ -52,8 +68,8 @@ export class AppsService {
     if (missing.length) throw new AppError('not_found', `No such app: ${missing.join(', ')}`);
   }
 
-  /** Id and name of the apps among `ids` that exist, ordered by name. */
-  namesOf(ids: string[]): Promise<{ id: string; name: string }[]> {
+  /** Id, name and time zone of the apps among `ids` that exist, ordered by name. */
+  namesOf(ids: string[]): Promise<{ id: string; name: string; timezone: string }[]> {
     return ids.length ? this.apps.namesOf(ids) : Promise.resolve([]);
   }
 
@@ -66,4 +82,8 @@ export class AppsService {
     this.piiSecrets.set(appId, secret);
     return secret;
   }
+}
+
+function view(app: AppEntity): AppView {
+  return { id: app.id, name: app.name, timezone: app.timezone, createdAt: app.createdAt.toISOString() };
 }

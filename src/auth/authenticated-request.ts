@@ -9,6 +9,8 @@ export interface RequestKey {
   mode: IngestMode | null;
   appIds: string[];
   scopes: string[];
+  /** An ingest key's app time zone, from the key cache (at most KEY_CACHE_TTL_MS old). */
+  timezone?: string;
 }
 
 const KEY = Symbol('tally.key');

@@ -5,6 +5,8 @@ export class KeyAppDto {
   id!: string;
   @ApiProperty()
   name!: string;
+  @ApiProperty({ example: 'Europe/Berlin', description: "IANA time zone of the app's rollup days." })
+  timezone!: string;
 }
 
 /** What GET /api/v1/key tells a caller about the API key it presented. Never the secret. */

@@ -38,7 +38,7 @@ export interface KeyInfo {
   prefix: string;
   scopes: string[];
   expiresAt: string | null;
-  apps: { id: string; name: string }[];
+  apps: { id: string; name: string; timezone: string }[];
 }
 
 function iso(d: Date | null): string | null {
@@ -54,7 +54,8 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
   // hash (hex) → the key row and when it was read. A revocation is announced to every instance
   // at once (KeyRevocationListener); when that notification is missed, entries are still never
   // served past KEY_CACHE_TTL_MS (at most 30 s).
-  private readonly cache = new Map<string, { key: KeyEntity | null; readAt: number }>();
+  // An ingest key's entry also holds its app's time zone, which names the rollup days ingest marks.
+  private readonly cache = new Map<string, { key: KeyEntity | null; readAt: number; timezone?: string }>();
   // hash (hex) of well-formed keys a lookup found unknown → when; trusted for KEY_CACHE_TTL_MS.
   private readonly unknown = new Map<string, number>();
   private readonly used = new Set<string>();
@@ -269,7 +270,9 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
       const unknownSince = this.unknown.get(cacheKey);
       if (unknownSince !== undefined && now - unknownSince < this.config.keyCacheTtlMs) return null;
       const key = await gate(() => this.keys.findByHash(hash));
-      entry = { key, readAt: now };
+      const timezone =
+        key?.kind === 'ingest' ? ((await this.apps.timezoneOf(key.appIds[0])) ?? undefined) : undefined;
+      entry = { key, readAt: now, timezone };
       if (key) {
         if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
         this.cache.set(cacheKey, entry);
@@ -284,7 +287,14 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     const key = entry.key;
     if (!key || key.revokedAt || (key.expiresAt && key.expiresAt.getTime() <= now)) return null;
     this.used.add(key.id);
-    return { id: key.id, kind: key.kind, mode: key.mode, appIds: key.appIds, scopes: key.scopes };
+    return {
+      id: key.id,
+      kind: key.kind,
+      mode: key.mode,
+      appIds: key.appIds,
+      scopes: key.scopes,
+      timezone: entry.timezone,
+    };
   }
 
   /** Writes the batched last-used times. */

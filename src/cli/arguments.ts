@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '@commander-js/extra-typings';
 import { UUID } from '@app/common/ids';
+import { isTimeZone } from '@app/common/timezones';
 
 // Parsers for option and argument values. Each refuses a malformed value before anything is
 // opened, with a message that commander puts after the option's name.
@@ -42,6 +43,16 @@ export function utcDate(value: string): string {
   const d = new Date(`${value}T00:00:00Z`);
   if (!DATE.test(value) || Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== value) {
     throw new InvalidArgumentError('Expected a real date, YYYY-MM-DD.');
+  }
+  return value;
+}
+
+/** An IANA time zone name that Tally accepts (see common/timezones). */
+export function timeZone(value: string): string {
+  if (!isTimeZone(value)) {
+    throw new InvalidArgumentError(
+      `Unknown time zone "${value}": use an IANA name such as UTC or Europe/Berlin.`,
+    );
   }
   return value;
 }

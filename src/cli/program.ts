@@ -1,6 +1,7 @@
 import { Command, CommandUnknownOpts } from '@commander-js/extra-typings';
 import { appsCreateCommand } from './commands/apps-create.command';
 import { appsListCommand } from './commands/apps-list.command';
+import { appsSetTimezoneCommand } from './commands/apps-set-timezone.command';
 import { auditListCommand } from './commands/audit-list.command';
 import { completionCommand } from './commands/completion.command';
 import { keysCreateApiCommand } from './commands/keys-create-api.command';
@@ -40,7 +41,13 @@ export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
     .usage('<command> [options]')
     .helpCommand('help [command...]', 'Show the help of a command.')
     .addHelpText('after', FOOTER);
-  program.addCommand(group('apps', 'Create and list apps.', [appsCreateCommand(rt), appsListCommand(rt)]));
+  program.addCommand(
+    group('apps', 'Create and list apps, set their time zone.', [
+      appsCreateCommand(rt),
+      appsListCommand(rt),
+      appsSetTimezoneCommand(rt),
+    ]),
+  );
   program.addCommand(
     group('keys', 'Issue, list, revoke and rotate ingest and API keys.', [
       keysCreateIngestCommand(rt),

@@ -58,12 +58,12 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
     audit,
     apps,
     keys,
-    rollups: () => (rollups ??= buildRollups(dataSource, resolved)),
+    rollups: () => (rollups ??= buildRollups(dataSource, resolved, audit)),
     close,
   };
 }
 
-function buildRollups(dataSource: DataSource, config: AppConfig): RollupsService {
+function buildRollups(dataSource: DataSource, config: AppConfig, audit: AuditService): RollupsService {
   // Nest's logger writes to stdout, which belongs to the command's output.
   const { Logger } = require('@nestjs/common') as typeof import('@nestjs/common');
   Logger.overrideLogger(false);
@@ -75,11 +75,18 @@ function buildRollups(dataSource: DataSource, config: AppConfig): RollupsService
     require('../rollups/rollup-computation.repository') as typeof import('../rollups/rollup-computation.repository');
   const { FixedReadDatabase } =
     require('../database/read-database') as typeof import('../database/read-database');
+  const { RezoneRepository } =
+    require('../rollups/rezone.repository') as typeof import('../rollups/rezone.repository');
+  const { RezoneService } =
+    require('../rollups/rezone.service') as typeof import('../rollups/rezone.service');
+  const computation = new RollupComputationRepository(dataSource);
+  const rezone = new RezoneService(computation, new RezoneRepository(dataSource), config, audit);
+  // The CLI reads the primary.
   return new RollupsService(
-    // The CLI reads the primary.
     new RollupRepository(new FixedReadDatabase(dataSource)),
-    new RollupComputationRepository(dataSource),
+    computation,
     config,
+    rezone,
   );
 }
 

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { BinaryArrayWriter, ElementType, uuidBytes } from '@app/database/binary-arrays';
 import type { AcceptedEvent } from './ingest.types';
+import { dirtyMarkArrays } from './dirty-marks';
 
 // One statement does the whole write of one or more batches, so it is one transaction and one
 // round trip. Each input row carries its own app and receive time, because the writer puts the
@@ -13,7 +14,8 @@ import type { AcceptedEvent } from './ingest.types';
 //    sharing ids cannot deadlock; a concurrent statement with the same id waits on the unique
 //    index and then sees the conflict, so exactly one copy is stored.
 //  - `stored` inserts the events with no eventId or a freshly claimed one.
-//  - `dirty` marks each (app, UTC day) that received events, for the rollup task.
+//  - `dirty` marks each (app, local day) that received events, for the rollup task: the day in
+//    the app's time zone, named before the statement ($20-$22, see dirtyMarkArrays).
 //  - The result lists the input positions (1-based) whose eventId was a duplicate.
 // The 18 arrays arrive in PostgreSQL's binary format (see BinaryArrayWriter); the dedup window
 // is a text parameter.
@@ -49,8 +51,9 @@ stored AS (
   RETURNING app_id, ts
 ),
 dirty AS (
-  INSERT INTO rollup_dirty (app_id, day)
-  SELECT DISTINCT app_id, (ts AT TIME ZONE 'UTC')::date FROM stored
+  INSERT INTO rollup_dirty (app_id, day, timezone)
+  SELECT m.app_id, m.day::date, m.zone FROM unnest($20::uuid[], $21::text[], $22::text[]) AS m(app_id, day, zone)
+   WHERE EXISTS (SELECT 1 FROM stored s WHERE s.app_id = m.app_id)
 )
 SELECT i.n::int AS n FROM input i
  WHERE i.event_id IS NOT NULL
@@ -147,7 +150,7 @@ function selectRows(batches: WriteBatch[], duplicates: number[][]) {
 
 // Prepared once per connection, so PostgreSQL plans this large statement once rather than on
 // every batch. Bump the suffix whenever the statement's text changes.
-const STATEMENT_NAME = 'tally_ingest_rows_v3';
+const STATEMENT_NAME = 'tally_ingest_rows_v4';
 
 interface PgClient {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: { n: number }[] }>;
@@ -160,6 +163,8 @@ export interface WriteBatch {
   receivedAt: number;
   /** Unique eventIds within the batch (the service drops repeats first). */
   events: AcceptedEvent[];
+  /** The app's IANA time zone, from the key cache: it names the local day of the dirty marks (default UTC). */
+  timezone?: string;
 }
 
 /** Writes accepted events. The only code that touches the events and dedup tables on ingest. */
@@ -178,7 +183,11 @@ export class IngestRepository {
     const { events, batchOf, positionOf } = selectRows(batches, duplicates);
     if (events.length === 0) return duplicates;
 
-    const values: unknown[] = [...statementArrays(batches, events, batchOf), dedupWindowMs];
+    const values: unknown[] = [
+      ...statementArrays(batches, events, batchOf),
+      dedupWindowMs,
+      ...dirtyMarkArrays(batches),
+    ];
     // The driver's client is used directly for its named (prepared) statements; TypeORM's
     // query() sends unnamed ones only.
     const runner = this.db.createQueryRunner();

@@ -1,3 +1,4 @@
+import { DEFAULT_TIME_ZONE } from '@app/common/timezones';
 import { Inject, Injectable } from '@nestjs/common';
 import { AppError, FieldError } from '@app/common/app-error';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
@@ -123,7 +124,8 @@ export class IngestService {
 
     let accepted = toStore.length;
     if (toStore.length) {
-      const repeated = await this.writer.write({ appId, receivedAt, events: toStore });
+      const timezone = key.timezone ?? DEFAULT_TIME_ZONE;
+      const repeated = await this.writer.write({ appId, receivedAt, events: toStore, timezone });
       duplicates += repeated.length;
       accepted -= repeated.length;
     }

@@ -7,12 +7,15 @@ export class ListRollupsQueryDto {
   @AppIdParam()
   appId!: string;
 
-  @ApiPropertyOptional({ format: 'date', description: 'First UTC day, inclusive.' })
+  @ApiPropertyOptional({ format: 'date', description: "First day, inclusive, in the app's time zone." })
   @IsOptional()
   @IsRealDate()
   fromDate?: string;
 
-  @ApiPropertyOptional({ format: 'date', description: 'Last UTC day, inclusive. Default: today (UTC).' })
+  @ApiPropertyOptional({
+    format: 'date',
+    description: "Last day, inclusive, in the app's time zone. Default: today there.",
+  })
   @IsOptional()
   @IsRealDate()
   toDate?: string;

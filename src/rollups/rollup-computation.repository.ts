@@ -16,8 +16,21 @@ const RECOMPUTE_STATEMENT_TIMEOUT = '15min';
 
 export interface AppDay {
   appId: string;
-  /** UTC day, `YYYY-MM-DD`. */
+  /** Local day in `zone`, `YYYY-MM-DD`. */
   day: string;
+  /** The IANA zone that names `day` (dirty marks and stored rows carry theirs). */
+  zone?: string;
+}
+
+/** One local day to compute: its instants [start, end) and where its rows go. */
+export interface LocalDayTarget {
+  day: string;
+  zone: string;
+  /** Epoch ms. */
+  start: number;
+  end: number;
+  /** `rezone`: the new set of a zone change, built beside the served one (rollups_rezone). */
+  set: 'served' | 'rezone';
 }
 
 /**
@@ -90,30 +103,36 @@ export class RollupComputationRepository {
     return Math.max(0, row.lag);
   }
 
-  /** Every (app, day) that ingest marked since its last recomputation. */
-  async dirtyDays(runner: QueryRunner): Promise<AppDay[]> {
+  /** Every (app, local day, zone) that ingest marked since its last recomputation. */
+  async dirtyDays(runner: QueryRunner): Promise<Required<AppDay>[]> {
     return (await runner.query(
-      `SELECT DISTINCT app_id AS "appId", day::text AS day FROM rollup_dirty ORDER BY day, "appId"`,
-    )) as AppDay[];
+      `SELECT DISTINCT app_id AS "appId", day::text AS day, timezone AS zone
+         FROM rollup_dirty ORDER BY day, "appId", zone`,
+    )) as Required<AppDay>[];
   }
 
   /**
-   * Days that have ended but whose rows were last computed before the end (so they are not
-   * final yet). The partial index rollups_unfinal keeps this cheap: it holds only such rows.
+   * Days that have ended by `now` in their zone but whose rows were last computed before that
+   * end (so they are not final yet), from `since` on. The partial index rollups_unfinal keeps
+   * this cheap: it holds only such rows.
    */
-  async unfinalisedDays(runner: QueryRunner, since: string, today: string): Promise<AppDay[]> {
+  async unfinalisedDays(runner: QueryRunner, since: string, now: number): Promise<Required<AppDay>[]> {
     return (await runner.query(
-      `SELECT DISTINCT app_id AS "appId", day::text AS day
+      `SELECT DISTINCT app_id AS "appId", day::text AS day, timezone AS zone
          FROM rollups
-        WHERE computed_at < ((day + 1)::timestamp AT TIME ZONE 'UTC')
-          AND day >= $1::date AND day < $2::date
+        WHERE computed_at < coalesce(day_end, (day + 1)::timestamp AT TIME ZONE 'UTC')
+          AND coalesce(day_end, (day + 1)::timestamp AT TIME ZONE 'UTC') <= $2
+          AND day >= $1::date
         ORDER BY day, "appId"`,
-      [since, today],
-    )) as AppDay[];
+      [since, new Date(now)],
+    )) as Required<AppDay>[];
   }
 
-  /** The (app, day) pairs that have stored events, optionally for one app and a day range. */
-  async daysWithEvents(
+  /**
+   * The (app, UTC day) pairs that have stored events, optionally for one app and a range of UTC
+   * days; the caller maps them to the app's local days.
+   */
+  async utcDaysWithEvents(
     runner: QueryRunner,
     scope: { appId?: string; from?: string; to?: string },
   ): Promise<AppDay[]> {
@@ -141,53 +160,83 @@ export class RollupComputationRepository {
   }
 
   /**
-   * Recomputes one app's day in one transaction: consume its dirty marks, then aggregate the
-   * day's events with one set-based statement and upsert every row. A crash before the commit
-   * leaves the marks in place, and a rerun writes the same numbers, so nothing is counted twice.
-   * Marks committed after the DELETE survive for the next run. Returns the rows written.
+   * Recomputes local days of one app in one transaction: consume the dirty marks `consume`
+   * names (if any), then aggregate each day's events with one set-based statement and upsert
+   * every row. A crash before the commit leaves the marks in place, and a rerun writes the same
+   * numbers, so nothing is counted twice. Marks committed after the DELETE survive for the next
+   * run. A day of the new set of a zone change also moves that change's progress past it, in
+   * the same transaction, so that a restart resumes after the last day done. Returns the rows
+   * written.
    *
    * A day whose partition is gone has no events and writes nothing: its rollups stay as they were.
    */
-  async recomputeDay(runner: QueryRunner, appId: string, day: string): Promise<number> {
+  async recomputeDays(
+    runner: QueryRunner,
+    appId: string,
+    days: LocalDayTarget[],
+    consume?: { day: string; zone: string },
+  ): Promise<number> {
     await runner.startTransaction('READ COMMITTED');
     try {
       await runner.query(`SET LOCAL statement_timeout = '${RECOMPUTE_STATEMENT_TIMEOUT}'`);
-      await runner.query(`DELETE FROM rollup_dirty WHERE app_id = $1 AND day = $2::date`, [appId, day]);
-      // The sum runs in numeric so that it is exact and independent of row order; float8
-      // addition would make a recomputation differ in the last bits. Finite values can still add
-      // up past the float8 range (two events near 1.8e308), which would fail the whole day, so
-      // the stored sum saturates at the largest finite double instead.
-      const result = await runner.query(
-        `INSERT INTO rollups AS r (app_id, day, is_test_mode, event_name, events, unique_users,
-                                   unique_sessions, fv_count, fv_sum, fv_min, fv_max, computed_at)
-         SELECT $1::uuid, $2::date, is_test_mode,
-                CASE WHEN GROUPING(event_name) = 1 THEN '' ELSE event_name END,
-                count(*), count(DISTINCT anonymous_user_id), count(DISTINCT session_id),
-                count(float_value),
-                greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision,
-                min(float_value), max(float_value), now()
-           FROM events
-          WHERE app_id = $1::uuid
-            AND ts >= ($2::date::timestamp AT TIME ZONE 'UTC')
-            AND ts < (($2::date + 1)::timestamp AT TIME ZONE 'UTC')
-          GROUP BY GROUPING SETS ((is_test_mode, event_name), (is_test_mode))
-         ON CONFLICT (app_id, day, is_test_mode, event_name) DO UPDATE
-            SET events = EXCLUDED.events,
-                unique_users = EXCLUDED.unique_users,
-                unique_sessions = EXCLUDED.unique_sessions,
-                fv_count = EXCLUDED.fv_count,
-                fv_sum = EXCLUDED.fv_sum,
-                fv_min = EXCLUDED.fv_min,
-                fv_max = EXCLUDED.fv_max,
-                computed_at = EXCLUDED.computed_at`,
-        [appId, day],
-        true,
-      );
+      if (consume) {
+        await runner.query(
+          `DELETE FROM rollup_dirty WHERE app_id = $1 AND day = $2::date AND timezone = $3`,
+          [appId, consume.day, consume.zone],
+        );
+      }
+      let rows = 0;
+      for (const target of days) rows += await this.computeDay(runner, appId, target);
       await runner.commitTransaction();
-      return result.affected ?? 0;
+      return rows;
     } catch (err) {
       await runner.rollbackTransaction().catch(() => undefined);
       throw err;
     }
+  }
+
+  private async computeDay(runner: QueryRunner, appId: string, target: LocalDayTarget): Promise<number> {
+    const table = target.set === 'served' ? 'rollups' : 'rollups_rezone';
+    // The sum runs in numeric so that it is exact and independent of row order; float8
+    // addition would make a recomputation differ in the last bits. Finite values can still add
+    // up past the float8 range (two events near 1.8e308), which would fail the whole day, so
+    // the stored sum saturates at the largest finite double instead.
+    const result = await runner.query(
+      `INSERT INTO ${table} AS r (app_id, day, is_test_mode, event_name, events, unique_users,
+                                 unique_sessions, fv_count, fv_sum, fv_min, fv_max, computed_at, timezone,
+                                 day_end)
+       SELECT $1::uuid, $2::date, is_test_mode,
+              CASE WHEN GROUPING(event_name) = 1 THEN '' ELSE event_name END,
+              count(*), count(DISTINCT anonymous_user_id), count(DISTINCT session_id),
+              count(float_value),
+              greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision,
+              min(float_value), max(float_value), now(), $3::text, $5::timestamptz
+         FROM events
+        WHERE app_id = $1::uuid
+          AND ts >= $4::timestamptz
+          AND ts < $5::timestamptz
+        GROUP BY GROUPING SETS ((is_test_mode, event_name), (is_test_mode))
+       ON CONFLICT (app_id, day, is_test_mode, event_name) DO UPDATE
+          SET events = EXCLUDED.events,
+              unique_users = EXCLUDED.unique_users,
+              unique_sessions = EXCLUDED.unique_sessions,
+              fv_count = EXCLUDED.fv_count,
+              fv_sum = EXCLUDED.fv_sum,
+              fv_min = EXCLUDED.fv_min,
+              fv_max = EXCLUDED.fv_max,
+              computed_at = EXCLUDED.computed_at,
+              timezone = EXCLUDED.timezone,
+              day_end = EXCLUDED.day_end`,
+      [appId, target.day, target.zone, new Date(target.start), new Date(target.end)],
+      true,
+    );
+    if (target.set === 'rezone') {
+      await runner.query(
+        `UPDATE rollup_rezone_jobs SET next_day = greatest(next_day, $3::date + 1)
+          WHERE app_id = $1 AND timezone = $2`,
+        [appId, target.zone, target.day],
+      );
+    }
+    return (result as { affected?: number }).affected ?? 0;
   }
 }

@@ -17,7 +17,7 @@ export class FloatValueStatsDto {
 export class RollupRecordDto {
   @ApiProperty({ format: 'uuid' })
   appId!: string;
-  @ApiProperty({ format: 'date', description: 'UTC day.' })
+  @ApiProperty({ format: 'date', description: 'Calendar day in the time zone `timezone`.' })
   date!: string;
   @ApiProperty({ type: String, nullable: true, description: 'null on the app-wide total row of the day.' })
   eventName!: string | null;
@@ -31,8 +31,15 @@ export class RollupRecordDto {
   uniqueSessions!: number;
   @ApiProperty({ type: FloatValueStatsDto, nullable: true })
   floatValue!: FloatValueStatsDto | null;
-  @ApiProperty({ description: 'The day has ended and was computed after its end: the numbers are settled.' })
+  @ApiProperty({
+    description: 'The day has ended (in `timezone`) and was computed after its end: the numbers are settled.',
+  })
   final!: boolean;
   @ApiProperty({ type: 'integer', description: 'When the row was computed, epoch ms.' })
   computedAt!: number;
+  @ApiProperty({
+    example: 'Europe/Berlin',
+    description: "The IANA time zone the row's day was computed in: the app's zone.",
+  })
+  timezone!: string;
 }

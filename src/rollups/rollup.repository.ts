@@ -24,6 +24,8 @@ export interface RollupRow {
   fvMax: number | null;
   /** computed_at in epoch ms. */
   computedMs: number;
+  /** The IANA zone the row's day was computed in. */
+  timezone: string;
 }
 
 // The columns of a list row, in select order. bigint and count columns arrive as strings.
@@ -39,6 +41,7 @@ const LIST_COLUMNS: readonly { field: keyof RollupRow; sql: string; bigint?: tru
   { field: 'fvMin', sql: 'fv_min' },
   { field: 'fvMax', sql: 'fv_max' },
   { field: 'computedMs', sql: 'floor(extract(epoch FROM computed_at) * 1000)::bigint', bigint: true },
+  { field: 'timezone', sql: 'timezone' },
 ];
 
 // One prepared statement for every filter combination: a null parameter means "no filter".
@@ -52,7 +55,7 @@ SELECT ${LIST_COLUMNS.map((c) => c.sql).join(', ')}
    AND ($4::text IS NULL OR event_name = $4::text)
    AND ($5::boolean IS NULL OR is_test_mode = $5::boolean)
  ORDER BY r.day, r.event_name, r.is_test_mode`;
-const LIST_NAME = 'tally_rollups_list_v1';
+const LIST_NAME = 'tally_rollups_list_v2';
 
 type ListRow = unknown[];
 
@@ -97,5 +100,13 @@ export class RollupRepository {
       }
     });
     return rows.map(toRollupRow);
+  }
+
+  /** The zone the app's served rollups are in (its days, "today"); UTC for an unknown app. */
+  async servedZone(appId: string): Promise<string> {
+    const rows = (await this.read.run((db) =>
+      db.query(`SELECT rollup_timezone AS zone FROM apps WHERE id = $1`, [appId]),
+    )) as { zone: string }[];
+    return rows[0]?.zone ?? 'UTC';
   }
 }

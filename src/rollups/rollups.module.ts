@@ -7,11 +7,20 @@ import { RollupComputationRepository } from './rollup-computation.repository';
 import { RollupRepository } from './rollup.repository';
 import { RollupsScheduler } from './rollups.scheduler';
 import { RollupsService } from './rollups.service';
+import { RezoneRepository } from './rezone.repository';
+import { RezoneService } from './rezone.service';
 
 @Module({
   imports: [AuthModule, RateLimitModule, MetricsModule],
   controllers: [RollupsController],
-  providers: [RollupRepository, RollupComputationRepository, RollupsService, RollupsScheduler],
+  providers: [
+    RollupRepository,
+    RollupComputationRepository,
+    RezoneRepository,
+    RezoneService,
+    RollupsService,
+    RollupsScheduler,
+  ],
   exports: [RollupsService],
 })
 export class RollupsModule {}

@@ -1,21 +1,24 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
 import { AppError } from '@app/common/app-error';
-import { DAY_MS, utcDateString } from '@app/common/time';
+import { utcDateString } from '@app/common/time';
+import { localDateString, localDayBounds } from '@app/common/timezones';
 import { normaliseAppId, UUID } from '@app/common/ids';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { invalidQuery } from '@app/common/query-validation.pipe';
-import { addDays, daySpan, parseUtcDate } from '@app/common/reads/time-params';
+import { addDays, daySpan } from '@app/common/reads/time-params';
 import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
+import type { AuditActor } from '@app/audit/audit.types';
+import { RecomputeItem, RezoneService, ZoneChange } from './rezone.service';
 import { RollupRepository, RollupRow } from './rollup.repository';
 import type { ListRollupsQueryDto } from './list-rollups-query.dto';
 import type { RollupRecordDto } from './rollup-record.dto';
 
 export interface ComputeOptions {
   appId?: string;
-  /** First UTC day, YYYY-MM-DD. */
+  /** First day, YYYY-MM-DD, in each app's zone. */
   from?: string;
-  /** Last UTC day, YYYY-MM-DD. */
+  /** Last day, YYYY-MM-DD, in each app's zone. */
   to?: string;
   /** How long to wait for a computation running elsewhere to let go of the lock. */
   lockWaitMs?: number;
@@ -60,9 +63,10 @@ function toRecord(appId: string, row: RollupRow): RollupRecordDto {
             max: row.fvMax!,
             avg: row.fvSum! / fvCount,
           },
-    // Final once computed after the day ended (UTC): no later event can change it.
-    final: row.computedMs >= parseUtcDate(row.day)! + DAY_MS,
+    // Final once computed after the day ended in its zone: no later event can change it.
+    final: row.computedMs >= localDayBounds(row.day, row.timezone).end,
     computedAt: row.computedMs,
+    timezone: row.timezone,
   };
 }
 
@@ -76,11 +80,14 @@ export class RollupsService implements BeforeApplicationShutdown {
     private readonly rollups: RollupRepository,
     private readonly computation: RollupComputationRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly rezone: RezoneService,
   ) {}
 
   /** GET /api/v1/rollups. */
   async list(query: ListRollupsQueryDto, now = Date.now()): Promise<RollupRecordDto[]> {
-    const today = utcDateString(now);
+    const appId = normaliseAppId(query.appId);
+    // Days, "today" included, are the app's local days.
+    const today = localDateString(now, await this.rollups.servedZone(appId));
     if (query.range !== undefined && (query.fromDate !== undefined || query.toDate !== undefined)) {
       const field = query.fromDate !== undefined ? 'fromDate' : 'toDate';
       throw invalidQuery([
@@ -116,7 +123,6 @@ export class RollupsService implements BeforeApplicationShutdown {
         },
       ]);
     }
-    const appId = normaliseAppId(query.appId);
     const rows = await this.rollups.list(appId, {
       fromDate,
       toDate,
@@ -127,27 +133,41 @@ export class RollupsService implements BeforeApplicationShutdown {
   }
 
   /**
-   * The scheduled computation: every (app, day) marked dirty by ingest, plus every ended day
-   * whose rows were computed before its end (finalisation after midnight UTC). Skips when
-   * another instance holds the lock, or when a run is already in flight here.
+   * The scheduled computation: every (app, local day) marked dirty by ingest, plus every ended
+   * day whose rows were computed before its end in their zone (finalisation after local
+   * midnight), then a slice of the pending zone changes. Skips when another instance holds the
+   * lock, or when a run is already in flight here. `rezoneBudgetMs` bounds the time spent on
+   * zone changes (RezoneService's slice by default).
    */
-  run(now = Date.now()): Promise<RunResult> {
+  run(now = Date.now(), rezoneBudgetMs?: number): Promise<RunResult> {
     if (this.running) return Promise.resolve({ status: 'skipped', days: 0, rows: 0 });
     this.running = this.computation
       .withComputationLock(async (runner): Promise<RunResult> => {
         const lagSeconds = await this.computation.pendingLagSeconds(runner);
         const dirty = await this.computation.dirtyDays(runner);
         // Older days have lost their events to retention: recomputing them would change nothing.
-        const today = utcDateString(now);
-        const since = addDays(today, -this.config.eventRetentionDays);
-        const unfinal = await this.computation.unfinalisedDays(runner, since, today);
-        return { ...(await this.recompute(runner, dedupe([...dirty, ...unfinal]))), lagSeconds };
+        const since = addDays(utcDateString(now), -(this.config.eventRetentionDays + 1));
+        const unfinal = await this.computation.unfinalisedDays(runner, since, now);
+        const result = await this.recompute(runner, await this.rezone.plan(runner, dirty, unfinal));
+        const rezoned = await this.rezone.step(runner, now, () => this.stopping, rezoneBudgetMs);
+        return {
+          ...result,
+          days: result.days + rezoned.days,
+          rows: result.rows + rezoned.rows,
+          abandoned: result.abandoned || this.stopping,
+          lagSeconds,
+        };
       })
       .then((result): RunResult => (result.locked ? result.value : { status: 'skipped', days: 0, rows: 0 }))
       .finally(() => {
         this.running = null;
       });
     return this.running;
+  }
+
+  /** Sets an app's time zone; the retained days are then recomputed in it (see RezoneService). */
+  setTimezone(appId: string, zone: string, actor: AuditActor): Promise<ZoneChange> {
+    return this.rezone.setTimezone(appId, zone, actor);
   }
 
   /**
@@ -167,9 +187,15 @@ export class RollupsService implements BeforeApplicationShutdown {
         days = [];
         for (let day = options.from; day <= options.to; day = addDays(day, 1)) days.push({ appId, day });
       } else {
-        days = await this.computation.daysWithEvents(runner, { appId, from: options.from, to: options.to });
+        // A local day lies within a day either side of its UTC date.
+        const utcDays = await this.computation.utcDaysWithEvents(runner, {
+          appId,
+          from: options.from === undefined ? undefined : addDays(options.from, -1),
+          to: options.to === undefined ? undefined : addDays(options.to, 1),
+        });
+        days = await this.rezone.localDaysOf(runner, utcDays, options);
       }
-      return this.recompute(runner, days);
+      return this.recompute(runner, await this.rezone.plan(runner, [], days));
     }, options.lockWaitMs ?? COMPUTE_LOCK_WAIT_MS);
     if (!result.locked) {
       throw new AppError('service_unavailable', 'Another rollup computation is still running.');
@@ -183,25 +209,15 @@ export class RollupsService implements BeforeApplicationShutdown {
     await this.running?.catch(() => undefined);
   }
 
-  private async recompute(runner: QueryRunner, days: AppDay[]): Promise<RunResult> {
+  private async recompute(runner: QueryRunner, items: RecomputeItem[]): Promise<RunResult> {
     let rows = 0;
     let done = 0;
-    for (const { appId, day } of days) {
+    for (const { appId, targets, consume } of items) {
       if (this.stopping) break;
-      rows += await this.computation.recomputeDay(runner, appId, day);
+      rows += await this.computation.recomputeDays(runner, appId, targets, consume);
       done++;
     }
     if (done) this.logger.log(`recomputed ${done} app-days, ${rows} rollup rows`);
-    return { status: 'computed', days: done, rows, abandoned: done < days.length };
+    return { status: 'computed', days: done, rows, abandoned: done < items.length };
   }
-}
-
-function dedupe(days: AppDay[]): AppDay[] {
-  const seen = new Set<string>();
-  return days.filter((d) => {
-    const key = `${d.appId} ${d.day}`;
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
 }

@@ -33,7 +33,7 @@ export interface KeyInfo {
   prefix: string;
   scopes: string[];
   expiresAt: string | null;
-  apps: { id: string; name: string }[];
+  apps: { id: string; name: string; timezone?: string }[];
 }
 
 export interface FloatStats {
@@ -55,6 +55,8 @@ export interface Rollup {
   floatValue: FloatStats | null;
   final: boolean;
   computedAt: number;
+  /** The IANA zone of the row's day. */
+  timezone?: string;
 }
 
 export interface EventRecord {

@@ -4,10 +4,6 @@ export function isoDay(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
-export function todayUtc(): string {
-  return isoDay(Date.now());
-}
-
 /** Every UTC day from `from` to `to`, both included. */
 export function daysBetween(from: string, to: string): string[] {
   const out: string[] = [];
@@ -16,11 +12,6 @@ export function daysBetween(from: string, to: string): string[] {
     out.push(isoDay(t));
   }
   return out;
-}
-
-/** The first day of "the last n days including today". */
-export function daysAgo(n: number): string {
-  return isoDay(Date.now() - (n - 1) * DAY_MS);
 }
 
 export function epochSeconds(day: string): number {

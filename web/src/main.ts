@@ -12,7 +12,8 @@ import {
 } from './api';
 import { DailyChart } from './charts';
 import { rollupsCsv } from './csv';
-import { daysAgo, daysBetween, todayUtc } from './dates';
+import { daysBetween } from './dates';
+import { localDaysAgo, localToday, watchAppZone } from './app-zone';
 
 const LIVE_INTERVAL_MS = 5_000;
 const LIVE_LIMIT = 50;
@@ -164,10 +165,10 @@ function signOut(): void {
 // ---- rollups ----
 
 function rangeParams(): { params: Record<string, string>; from: string; to: string } | null {
-  const today = todayUtc();
+  const today = localToday();
   if (ui.range.value !== 'custom') {
     const n = Number(ui.range.value);
-    return { params: { range: `${n}d` }, from: daysAgo(n), to: today };
+    return { params: { range: `${n}d` }, from: localDaysAgo(n), to: today };
   }
   const from = ui.from.value;
   const to = ui.to.value || today;
@@ -389,8 +390,8 @@ ui.range.addEventListener('change', () => {
   ui.customFrom.hidden = !custom;
   ui.customTo.hidden = !custom;
   if (custom) {
-    ui.from.value ||= daysAgo(30);
-    ui.to.value ||= todayUtc();
+    ui.from.value ||= localDaysAgo(30);
+    ui.to.value ||= localToday();
   }
   void loadRollups();
 });
@@ -409,6 +410,8 @@ document.addEventListener('visibilitychange', () => {
 window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
   if (!ui.charts.hidden) Object.values(charts).forEach((c) => c.draw());
 });
+
+watchAppZone(ui.app, () => state.key);
 
 const saved = storedKey();
 if (saved) void signIn(saved);

@@ -32,9 +32,9 @@ export interface RollupsQuery {
   appId: string;
   /** `7d`: the last 7 days including today. Not combinable with fromDate/toDate. */
   range?: string;
-  /** First UTC day, YYYY-MM-DD. */
+  /** First day, YYYY-MM-DD, in the app's time zone. */
   fromDate?: string;
-  /** Last UTC day, YYYY-MM-DD. */
+  /** Last day, YYYY-MM-DD, in the app's time zone. */
   toDate?: string;
   eventName?: string;
   testMode?: TestModeFilter;

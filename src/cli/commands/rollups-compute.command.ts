@@ -15,8 +15,8 @@ export function rollupsComputeCommand(rt: CliRuntime) {
     '{ "days", "rows" }: app-days recomputed and rollup rows written',
   )
     .option('--app <appId>', 'only this app', uuid)
-    .option('--from <date>', 'the first UTC day, YYYY-MM-DD', utcDate)
-    .option('--to <date>', 'the last UTC day, YYYY-MM-DD', utcDate)
+    .option('--from <date>', "the first day, YYYY-MM-DD, in each app's time zone", utcDate)
+    .option('--to <date>', "the last day, YYYY-MM-DD, in each app's time zone", utcDate)
     .action(async (options) => {
       if (options.from && options.to && options.from > options.to) {
         throw new UsageError(`--from (${options.from}) must not be after --to (${options.to})`);

@@ -174,6 +174,11 @@ export interface components {
             /** Format: uuid */
             id: string;
             name: string;
+            /**
+             * @description IANA time zone of the app's rollup days.
+             * @example Europe/Berlin
+             */
+            timezone: string;
         };
         KeyInfoDto: {
             /** Format: uuid */
@@ -377,7 +382,7 @@ export interface components {
             appId: string;
             /**
              * Format: date
-             * @description UTC day.
+             * @description Calendar day in the time zone `timezone`.
              */
             date: string;
             /** @description null on the app-wide total row of the day. */
@@ -388,10 +393,15 @@ export interface components {
             uniqueUsers: number;
             uniqueSessions: number;
             floatValue: components["schemas"]["FloatValueStatsDto"] | null;
-            /** @description The day has ended and was computed after its end: the numbers are settled. */
+            /** @description The day has ended (in `timezone`) and was computed after its end: the numbers are settled. */
             final: boolean;
             /** @description When the row was computed, epoch ms. */
             computedAt: number;
+            /**
+             * @description The IANA time zone the row's day was computed in: the app's zone.
+             * @example Europe/Berlin
+             */
+            timezone: string;
         };
     };
     responses: never;
@@ -684,9 +694,9 @@ export interface operations {
             query: {
                 /** @description The app to read. */
                 appId: string;
-                /** @description First UTC day, inclusive. */
+                /** @description First day, inclusive, in the app's time zone. */
                 fromDate?: string;
-                /** @description Last UTC day, inclusive. Default: today (UTC). */
+                /** @description Last day, inclusive, in the app's time zone. Default: today there. */
                 toDate?: string;
                 /** @description The last n days including today, n from 1 to 366. Not combinable with fromDate or toDate. */
                 range?: string;
