@@ -1,6 +1,7 @@
 // Test helpers that run the real, built Tally server as a child process (so it can be killed),
 // create tenants with its admin CLI, and put a fault-injecting TCP proxy in front of it.
 import { ChildProcess, execFile, spawn } from 'node:child_process';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -146,6 +147,77 @@ export async function startLossyProxy(target: number, dropRate: number, random: 
     close: () =>
       new Promise<void>((r) => {
         for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
+  };
+}
+
+export type Fault = 'reset' | 'lost' | '503' | '429';
+
+/**
+ * An HTTP proxy that fails a share `rate` of the requests, in turn: `reset` (the connection is
+ * destroyed before the request reaches the server), `lost` (the server stores the batch, and the
+ * answer is destroyed on its way back), `503` and `429` with `Retry-After: 1` (answered by the
+ * proxy). Which requests fail is drawn from a seeded generator, so a run is reproducible.
+ */
+export async function startFaultyProxy(target: number, rate: number, seed = 1) {
+  let state = seed >>> 0 || 1;
+  const random = () => {
+    // xorshift32
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    return (state >>> 0) / 2 ** 32;
+  };
+  const kinds: Fault[] = ['reset', 'lost', '503', '429'];
+  const faults: Record<Fault, number> = { reset: 0, lost: 0, '503': 0, '429': 0 };
+  let requests = 0;
+  let next = 0;
+  const agent = new http.Agent({ keepAlive: true });
+  const server = http.createServer((req, res) => {
+    requests++;
+    const fault = random() < rate ? kinds[next++ % kinds.length] : undefined;
+    if (fault) faults[fault]++;
+    if (fault === 'reset') {
+      req.socket.destroy();
+      return;
+    }
+    if (fault === '503' || fault === '429') {
+      req.resume();
+      req.on('end', () => {
+        const headers: Record<string, string> = { 'content-type': 'application/problem+json' };
+        if (fault === '429') headers['retry-after'] = '1';
+        res.writeHead(Number(fault), headers);
+        res.end(
+          JSON.stringify({ status: Number(fault), code: fault === '429' ? 'rate_limited' : 'unavailable' }),
+        );
+      });
+      return;
+    }
+    const upstream = http.request(
+      { host: '127.0.0.1', port: target, method: req.method, path: req.url, headers: req.headers, agent },
+      (answer) => {
+        if (fault === 'lost') {
+          answer.resume();
+          answer.on('end', () => req.socket.destroy());
+          return;
+        }
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', () => req.socket.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    base: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    requests: () => requests,
+    faults: () => ({ ...faults }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        agent.destroy();
         server.close(() => r());
       }),
   };
