@@ -112,6 +112,10 @@ describe('admin CLI help and usage errors', () => {
       ['apps', 'creat'],
       /^tally: unknown command 'creat' \(did you mean create\?\) \(see 'tally apps --help'\)$/m,
     ],
+    [
+      ['keys', 'create'],
+      /^tally: unknown command 'create' \(did you mean create-ingest or create-api\?\) \(see 'tally keys --help'\)$/m,
+    ],
     [['help', 'keys', 'nope'], /^tally: unknown command 'nope' of 'tally keys'/],
     [['apps', 'create', '--name', 'x', '--colour', 'red'], /^tally: unknown option '--colour'/],
     [['apps', 'list', '--jsn'], /unknown option '--jsn' \(did you mean --json\?\)/],

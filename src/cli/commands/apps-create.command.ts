@@ -1,3 +1,4 @@
+import { appName } from '@app/cli/arguments';
 import { defineJsonCommand } from '@app/cli/command';
 import type { CliRuntime } from '@app/cli/runtime';
 
@@ -11,7 +12,7 @@ export function appsCreateCommand(rt: CliRuntime) {
     ],
     '{ "id", "name", "createdAt" }',
   )
-    .requiredOption('--name <name>', 'the app name, 1 to 200 characters')
+    .requiredOption('--name <name>', 'the app name, 1 to 200 characters', appName)
     .action(async (options) => {
       const { apps } = await rt.services();
       const app = await apps.create(options.name);
