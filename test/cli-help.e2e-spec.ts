@@ -211,7 +211,9 @@ describe('the tally bin', () => {
     expect(pkg.bin).toEqual({ tally: 'dist/src/cli/main.js' });
   });
 
-  it('runs through npx and through npm run -s cli', async () => {
+  it("runs as ./tally (the README's form), through npx and through npm run -s cli", async () => {
+    const script = await exec(path.join(ROOT, 'tally'), ['keys', 'create-ingest', '--help'], { cwd: ROOT });
+    expect(script.stdout).toBe((await cli('keys', 'create-ingest', '--help')).stdout);
     const npx = await exec('npx', ['--no-install', 'tally', '--help'], { cwd: ROOT });
     expect(npx.stdout).toContain('Usage: tally <command> [options]');
     const direct = await exec(BIN, ['keys', 'rotate', '--help'], { cwd: ROOT });

@@ -6,7 +6,7 @@ const DEMO_APP = 'Demo app';
 export function seedCommand(rt: CliRuntime) {
   return defineJsonCommand(
     'seed',
-    `Give the demo app ("${DEMO_APP}", made on the first run and reused after) a new live and test ingest key and an API key that reads events and rollups.`,
+    `Make the demo app ("${DEMO_APP}") on the first run, reuse it after, and give it new live and test ingest keys and a read API key.`,
     [
       'tally seed',
       `eval "$(tally seed --json | jq -r '"APP_ID=\\(.app.id) LIVE_KEY=\\(.ingestKeys.live) API_KEY=\\(.apiKey)"')"`,
