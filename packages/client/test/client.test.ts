@@ -34,7 +34,7 @@ function setup(script: Reply[], options: Partial<ConstructorParameters<typeof Ta
   return { client, server, results, errors, sleeps, advance: (ms: number) => (clock += ms) };
 }
 
-describe('TallyClient', () => {
+describe('TallyClient tracking and retries', () => {
   it('fills a UUIDv7 eventId and the eventTime, keeps the caller’s, and answers flush()', async () => {
     const { client, server, results } = setup([]);
     const id = client.track({ eventName: 'A.b', payload: { plan: 'pro' } });
@@ -97,7 +97,9 @@ describe('TallyClient', () => {
     expect(server.requests).toBe(4);
     expect(client.stats()).toMatchObject({ accepted: 0, duplicates: 1, rejected: 0 });
   });
+});
 
+describe('TallyClient final answers, 413 and limits', () => {
   it('never retries a 400, 401, 403 or 415 and reports the batch', async () => {
     for (const status of [400, 401, 403, 415]) {
       const errors: TallyError[] = [];
@@ -175,7 +177,9 @@ describe('TallyClient', () => {
     await client.flush();
     expect([...server.stored.keys()]).toEqual(ids.slice(2));
   });
+});
 
+describe('TallyClient give-ups, shutdown and properties', () => {
   it('gives up after maxAttempts and after maxRetryElapsedMs', async () => {
     const a = setup(['500', '500', '500', '500'], { maxAttempts: 3 });
     a.client.track({ eventName: 'A.b' });

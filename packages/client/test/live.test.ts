@@ -36,13 +36,14 @@ function expectExactlyOnce(seen: Map<string, number>, ids: string[]) {
 
 const quietErrors = () => undefined;
 
-describe('TallyClient against a running Tally', () => {
-  let server: LiveServer;
-  beforeAll(async () => {
-    server = await startServer();
-  });
-  afterAll(() => server?.kill());
+// One server for the first two describe blocks; the kill test replaces it with a new one.
+let server: LiveServer;
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(() => server?.kill());
 
+describe('TallyClient against a running Tally through faulty proxies', () => {
   it('delivers 20,000 events exactly once through a proxy that loses 5 % of the answers', async () => {
     const tenant = await makeTenant('client-lossy');
     // Every 20th answer lost, not 5 % at random: 80 requests of 250 events drew no loss at all
@@ -105,7 +106,9 @@ describe('TallyClient against a running Tally', () => {
     expectExactlyOnce(seen, ids);
     await client.shutdown();
   });
+});
 
+describe('TallyClient against a running Tally that is killed', () => {
   it('loses nothing and stores nothing twice when the server is killed (-9) mid-stream', async () => {
     const tenant = await makeTenant('client-kill');
     const port = server.port;
@@ -136,7 +139,9 @@ describe('TallyClient against a running Tally', () => {
     expectExactlyOnce(seen, ids);
     await client.shutdown();
   });
+});
 
+describe('The NDJSON relay, killed and restarted', () => {
   it('stores every event trackDurable confirmed exactly once when the relay is killed and restarted', async () => {
     const tenant = await makeTenant('client-relay');
     const dir = mkdtempSync(join(tmpdir(), 'tally-relay-'));
