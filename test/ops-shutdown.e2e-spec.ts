@@ -5,7 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { makeTenant } from './factories';
 import { testDatabaseUrl, useTestApp } from './support/test-app';
-import { freePort } from './support/free-port';
+import { freePort } from './support/harness';
 
 // Runs the built server (`npm test` builds it first) as a child process, as in production.
 const MAIN = path.join(__dirname, '..', 'dist', 'src', 'main.js');

@@ -10,15 +10,13 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { clusterDir, destroy, ensure, makeTemporaryDir, stop } from '../../src/database/embedded-pg.mjs';
-import { freePort } from '../support/free-port.mjs';
+import { freePort, sleep } from '../support/harness.js';
 
-export { freePort };
+export { freePort, sleep };
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SERVER_JS = path.join(ROOT, 'dist/src/main.js');
 const CLI_JS = path.join(ROOT, 'dist/src/cli/main.js');
-
-export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Fails fast with a clear message when `npm run build` has not produced the server. */
 export async function assertBuilt() {
