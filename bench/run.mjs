@@ -9,7 +9,8 @@
 // cluster running afterwards, for inspection), --profile (write a V8 CPU profile of the ingest
 // server to bench/.cache/profiles/ and list its hottest functions), --cli (only the admin CLI's
 // timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --pair (two
-// builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json).
+// builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json),
+// --isolation (one tenant's abuse against another's latency, bench/scenarios/isolation.mjs).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -132,7 +133,10 @@ function previousCliFigures() {
 
 const run = flags.cli
   ? () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git }))
-  : main;
+  : flags.isolation
+    ? () =>
+        import('./scenarios/isolation.mjs').then((m) => m.isolationMain({ root: ROOT, log, quick: QUICK }))
+    : main;
 run().then(
   (code) => process.exit(code),
   (err) => {
