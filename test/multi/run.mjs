@@ -189,6 +189,7 @@ async function main() {
       sent.length === 240,
       `${sent.length} acknowledged`,
     );
+    // Waiting for something NOT to happen has no signal: three rollup intervals pass, and none may run.
     await sleep(3_500);
     const gated = await readRollups(a, tenant.apiKey, tenant.appId);
     check(
@@ -204,6 +205,7 @@ async function main() {
     while (Date.now() < deadline) {
       got = comparable((await readRollups(a, tenant.apiKey, tenant.appId)).body);
       if (same(got, expected)) break;
+      // Poll interval of a wait on the rollups becoming correct.
       await sleep(500);
     }
     check(
@@ -214,6 +216,7 @@ async function main() {
         : `got ${JSON.stringify(got)}\nexpected ${JSON.stringify(expected)}`,
     );
     // Several more runs on both instances must not count anything twice.
+    // Again an absence (no double count over several more runs): three intervals, then the check.
     await sleep(3_500);
     const fromA = comparable((await readRollups(a, tenant.apiKey, tenant.appId)).body);
     const fromB = comparable((await readRollups(b, tenant.apiKey, tenant.appId)).body);
@@ -252,6 +255,7 @@ async function main() {
         if (res.status === 401 && body?.code === 'invalid_key')
           stoppedAfter[instance.name] = Date.now() - revokedAt;
       }
+      // Poll interval of a wait on each instance refusing the key.
       await sleep(250);
     }
     for (const instance of instances) {
