@@ -90,7 +90,14 @@ async function startNodeProcess(
   let output = '';
   child.stdout.on('data', (c) => (output += c));
   child.stderr.on('data', (c) => (output += c));
-  if (ready) await waitForOutput(child, ready, { timeoutMs });
+  if (ready) {
+    try {
+      await waitForOutput(child, ready, { timeoutMs });
+    } catch (err) {
+      child.kill('SIGKILL');
+      throw err;
+    }
+  }
   return {
     child,
     exited,
