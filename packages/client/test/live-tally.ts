@@ -1,9 +1,13 @@
 // Test helpers that run the real, built Tally server as a child process (so it can be killed),
 // create tenants with its admin CLI, and put a fault-injecting TCP proxy in front of it.
-import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { ChildProcess, execFile } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+
+// The repository's one harness for ports and processes; the client's live tests run inside it.
+// eslint-disable-next-line no-restricted-imports
+import { freePort, startNodeProcess } from '../../../test/support/harness';
 
 export const ROOT = path.resolve(__dirname, '..', '..', '..');
 const SERVER_JS = path.join(ROOT, 'dist/src/main.js');
@@ -13,17 +17,6 @@ export function databaseUrl(): string {
   const url = process.env.TALLY_TEST_DATABASE_URL;
   if (!url) throw new Error('TALLY_TEST_DATABASE_URL is not set; run the tests through jest');
   return url;
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export interface LiveServer {
@@ -42,10 +35,9 @@ const UNTHROTTLED = {
 
 export async function startServer(env: Record<string, string> = {}, port?: number): Promise<LiveServer> {
   port ??= await freePort();
-  const child = spawn(process.execPath, [SERVER_JS], {
+  const server = await startNodeProcess(SERVER_JS, {
     cwd: ROOT,
     env: {
-      ...process.env,
       DATABASE_URL: databaseUrl(),
       PORT: String(port),
       HOST: '127.0.0.1',
@@ -55,29 +47,13 @@ export async function startServer(env: Record<string, string> = {}, port?: numbe
       ...UNTHROTTLED,
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 60_000);
-    child.stdout!.on('data', (c) => {
-      out += c;
-      if (out.includes('Tally listening')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.stderr!.on('data', (c) => (out += c));
-    void exited.then(() => reject(new Error(`server exited before listening:\n${out}`)));
   });
   return {
     base: `http://127.0.0.1:${port}`,
     port,
-    child,
+    child: server.child,
     async kill(signal = 'SIGKILL') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
+      await server.kill(signal);
     },
   };
 }
