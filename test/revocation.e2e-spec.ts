@@ -35,7 +35,7 @@ describe('revocation reaches every instance at once (LISTEN/NOTIFY)', () => {
       async () => {
         const res = await read(t, appId, key);
         if (res.status !== 401) expect(res.status).toBe(200);
-        return res.status === 401 && res;
+        return res.status === 401 ? res : undefined;
       },
       { timeoutMs: TTL_MS / 2, what: 'the revoked key to be refused' },
     );
