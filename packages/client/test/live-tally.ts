@@ -7,7 +7,7 @@ import path from 'node:path';
 
 // The repository's one harness for ports and processes; the client's live tests run inside it.
 // eslint-disable-next-line no-restricted-imports
-import { freePort, startNodeProcess } from '../../../test/support/harness';
+import { freePort, startNodeProcess } from '../../../test/support/harness.js';
 
 export const ROOT = path.resolve(__dirname, '..', '..', '..');
 const SERVER_JS = path.join(ROOT, 'dist/src/main.js');
@@ -33,8 +33,8 @@ const UNTHROTTLED = {
   AUTH_FAILURE_LIMIT: '10000000',
 };
 
-export async function startServer(env: Record<string, string> = {}, port?: number): Promise<LiveServer> {
-  port ??= await freePort();
+export async function startServer(env: Record<string, string> = {}, at?: number): Promise<LiveServer> {
+  const port = at ?? (await freePort());
   const server = await startNodeProcess(SERVER_JS, {
     cwd: ROOT,
     env: {
