@@ -1,32 +1,14 @@
 // Every migration's `down`, on a database with rows in it: up, down to zero, up again, and the
 // schema must be the one a fresh `up` makes. Generic over MIGRATIONS: a new migration joins by
 // being listed there.
-import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '@migrations/index';
 import { createDataSource } from '@app/database/data-source';
 import { runMigrations } from '@app/database/migrate';
 import { PartitionRepository } from '@app/storage/partition.repository';
-import { testDatabaseUrl } from './support/test-app';
+import { otherDatabase, recreateDatabase } from './support/databases';
 
 const DAY = 86_400_000;
-
-function databaseUrl(name: string): string {
-  const url = new URL(testDatabaseUrl());
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-async function recreate(name: string): Promise<void> {
-  const admin = new Client({ connectionString: testDatabaseUrl() });
-  await admin.connect();
-  try {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-}
 
 /**
  * What the migrations made, as sorted text: tables and their kind, columns, indexes, constraints,
@@ -144,12 +126,12 @@ async function catalogsStepByStep(db: DataSource): Promise<Record<string, string
 }
 
 describe('migrations: up, down to zero, up again', () => {
-  const fresh = createDataSource({ url: databaseUrl('tally_migrations_fresh'), poolSize: 2 });
-  const trip = createDataSource({ url: databaseUrl('tally_migrations_trip'), poolSize: 2 });
+  const fresh = createDataSource({ url: otherDatabase('tally_migrations_fresh'), poolSize: 2 });
+  const trip = createDataSource({ url: otherDatabase('tally_migrations_trip'), poolSize: 2 });
 
   beforeAll(async () => {
-    await recreate('tally_migrations_fresh');
-    await recreate('tally_migrations_trip');
+    await recreateDatabase('tally_migrations_fresh');
+    await recreateDatabase('tally_migrations_trip');
     await fresh.initialize();
     await trip.initialize();
   });

@@ -6,6 +6,7 @@ import { PartitionMaintenanceService } from '@app/storage/partition-maintenance.
 import { PartitionRepository } from '@app/storage/partition.repository';
 import { RollupsService } from '@app/rollups/rollups.service';
 import { bearer, makeTenant } from './factories';
+import { otherDatabase, recreateDatabase } from './support/databases';
 import { waitFor } from './support/harness';
 import { startTestApp, testDatabaseUrl, useTestApp } from './support/test-app';
 
@@ -77,28 +78,12 @@ async function fillToday(db: DataSource, appId: string, prefix: string, now: num
   await db.query(`ANALYZE ${partition(now)}`);
 }
 
-/** The test database's URL with another database name. */
-function otherDatabase(name: string): string {
-  const url = new URL(testDatabaseUrl());
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
 describe('user and session lookups on the days ingest writes', () => {
   // A database of its own: the planner weighs the lookup index by the size of today's whole
   // partition, which the rows of the other suites would otherwise grow, depending on the order
   // the suites ran in.
   const database = 'tally_lookups';
-  beforeAll(async () => {
-    const admin = new Client({ connectionString: testDatabaseUrl() });
-    await admin.connect();
-    try {
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.query(`CREATE DATABASE ${database}`);
-    } finally {
-      await admin.end();
-    }
-  });
+  beforeAll(() => recreateDatabase(database));
   const env = {
     DATABASE_URL: otherDatabase(database),
     INGEST_MAX_EVENT_AGE_DAYS: '7',
