@@ -10,7 +10,8 @@
 // server to bench/.cache/profiles/ and list its hottest functions), --cli (only the admin CLI's
 // timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --pair (two
 // builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json),
-// --isolation (one tenant's abuse against another's latency, bench/scenarios/isolation.mjs).
+// --noisy-neighbours (one key's expensive reads or stalled uploads against another app's latency,
+// bench/scenarios/noisy-neighbours.mjs).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -133,9 +134,11 @@ function previousCliFigures() {
 
 const run = flags.cli
   ? () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git }))
-  : flags.isolation
+  : flags['noisy-neighbours']
     ? () =>
-        import('./scenarios/isolation.mjs').then((m) => m.isolationMain({ root: ROOT, log, quick: QUICK }))
+        import('./scenarios/noisy-neighbours.mjs').then((m) =>
+          m.noisyNeighboursMain({ root: ROOT, log, quick: QUICK }),
+        )
     : main;
 run().then(
   (code) => process.exit(code),

@@ -76,7 +76,7 @@ describe('ingest isolation: one key cannot take the in-flight budget from the ot
   });
   afterAll(() => t.close());
 
-  // Its latency beside the quiet value is a figure of the benchmark (`--isolation`), not asserted here.
+  // Its latency beside the quiet value is a figure of the benchmark (`--noisy-neighbours`), not asserted here.
   it('while one key holds stalled uploads, another app ingests with 200', async () => {
     const attacker = await makeTenant(t.app);
     const victim = await makeTenant(t.app);

@@ -80,7 +80,7 @@ describe('read isolation: a noisy key cannot slow another app down', () => {
   }
 
   // The quiet app's latency under this load beside its quiet value (p99 within 3x) is a figure of
-  // the benchmark (`--isolation`), where the machine's load is accounted for; here only outcomes.
+  // the benchmark (`--noisy-neighbours`), where the machine's load is accounted for; here only outcomes.
   it("expensive reads by one key are turned away by its read time, while another app's reads answer 200", async () => {
     await victimReads(20);
     const noisyStatuses = new Map<number, number>();

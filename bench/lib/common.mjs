@@ -23,7 +23,7 @@ export const { values: flags } = parseArgs({
     profile: { type: 'boolean', default: false },
     cli: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },
-    isolation: { type: 'boolean', default: false },
+    'noisy-neighbours': { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
     // Paired A/B of two builds (bench/scenarios/pair.mjs).
     pair: { type: 'boolean', default: false },

@@ -1,5 +1,5 @@
 /* global fetch, URLSearchParams */
-// `npm run bench -- --isolation`: what one tenant's abuse costs another, as latency figures (the
+// `npm run bench -- --noisy-neighbours`: what one tenant's abuse costs another, as latency figures (the
 // jest specs test/read-isolation and test/ingest-isolation check only the outcomes).
 //
 // - reads: one key fires expensive reads at 45/s (within the default read rate) while another
@@ -10,7 +10,7 @@
 //
 // With --quick the rounds are few and only a loose check is made: every victim request answered
 // 200, the noisy key was served and then refused for its read time. The figures go into the
-// `isolation` section of bench/results/latest.json (quick.json with --quick).
+// `noisyNeighbours` section of bench/results/latest.json (quick.json with --quick).
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -149,9 +149,9 @@ async function ingestIsolation({ base, attacker, victim }) {
   }
 }
 
-export async function isolationMain({ root, log, quick }) {
+export async function noisyNeighboursMain({ root, log, quick }) {
   const dist = path.join(root, 'dist');
-  const dir = await makeTemporaryDir('isolation');
+  const dir = await makeTemporaryDir('noisy-neighbours');
   let server;
   try {
     const { url } = await ensure(dir, await freePort());
@@ -187,15 +187,21 @@ export async function isolationMain({ root, log, quick }) {
         ? {}
         : { readP99RatioWithin3: reads.p99Ratio <= 3, ingestP50RatioWithin5: ingestFigures.p50Ratio <= 5 }),
     };
-    log(`isolation: reads ${JSON.stringify(reads)}`);
-    log(`isolation: ingest ${JSON.stringify(ingestFigures)}`);
+    log(`noisy neighbours: reads ${JSON.stringify(reads)}`);
+    log(`noisy neighbours: ingest ${JSON.stringify(ingestFigures)}`);
     const file = path.join(root, 'bench', 'results', quick ? 'quick.json' : 'latest.json');
     const results = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
-    results.isolation = { timestamp: new Date().toISOString(), quick, reads, ingest: ingestFigures, checks };
+    results.noisyNeighbours = {
+      timestamp: new Date().toISOString(),
+      quick,
+      reads,
+      ingest: ingestFigures,
+      checks,
+    };
     fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
     const failed = Object.entries(checks).filter(([, ok]) => !ok);
-    for (const [name] of failed) log(`isolation: FAILED ${name}`);
-    process.stdout.write(`\nResults: ${path.relative(root, file)} (isolation)\n`);
+    for (const [name] of failed) log(`noisy neighbours: FAILED ${name}`);
+    process.stdout.write(`\nResults: ${path.relative(root, file)} (noisyNeighbours)\n`);
     return failed.length ? 1 : 0;
   } finally {
     await server?.stop();
