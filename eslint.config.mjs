@@ -100,6 +100,12 @@ export default tseslint.config(
     },
   },
   { files: ['**/*.mjs'], rules: { 'no-restricted-imports': 'off' } },
+  // No function over 80 lines. Enforced where the code already holds to it; src/ and web/ join once
+  // the last long function there (createApp) is split into steps.
+  {
+    files: ['packages/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }] },
+  },
   ...SRC_FOLDERS.map(boundaryRules),
   {
     files: ['src/**/*.ts'],

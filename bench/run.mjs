@@ -14,7 +14,8 @@
 // bench/scenarios/pair.mjs, written to bench/results/pair.json), --replica (reads on a hot standby
 // against reads on the primary, bench/scenarios/replica.mjs, recorded in the `replica` section),
 // --timezones [--tz-events <n>] (only the app time zone figures, bench/scenarios/timezones.mjs, in
-// the `timezones` section of latest.json).
+// the `timezones` section of latest.json), --noisy-neighbours (one key's expensive reads or stalled
+// uploads against another app's latency, bench/scenarios/noisy-neighbours.mjs).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -149,7 +150,12 @@ const run = flags.cli
     ? () => import('./scenarios/replica.mjs').then((m) => m.replicaBenchmarkMain({ root: ROOT, log, git }))
     : flags.timezones
       ? () => import('./scenarios/timezones.mjs').then((m) => m.timezonesBenchmarkMain({ root: ROOT, log }))
-      : main;
+      : flags['noisy-neighbours']
+        ? () =>
+            import('./scenarios/noisy-neighbours.mjs').then((m) =>
+              m.noisyNeighboursMain({ root: ROOT, log, quick: QUICK }),
+            )
+        : main;
 run().then(
   (code) => process.exit(code),
   (err) => {

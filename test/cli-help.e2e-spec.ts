@@ -112,6 +112,10 @@ describe('admin CLI help and usage errors', () => {
       ['apps', 'creat'],
       /^tally: unknown command 'creat' \(did you mean create\?\) \(see 'tally apps --help'\)$/m,
     ],
+    [
+      ['keys', 'create'],
+      /^tally: unknown command 'create' \(did you mean create-ingest or create-api\?\) \(see 'tally keys --help'\)$/m,
+    ],
     [['help', 'keys', 'nope'], /^tally: unknown command 'nope' of 'tally keys'/],
     [['apps', 'create', '--name', 'x', '--colour', 'red'], /^tally: unknown option '--colour'/],
     [['apps', 'list', '--jsn'], /unknown option '--jsn' \(did you mean --json\?\)/],
@@ -207,7 +211,9 @@ describe('the tally bin', () => {
     expect(pkg.bin).toEqual({ tally: 'dist/src/cli/main.js' });
   });
 
-  it('runs through npx and through npm run -s cli', async () => {
+  it("runs as ./tally (the README's form), through npx and through npm run -s cli", async () => {
+    const script = await exec(path.join(ROOT, 'tally'), ['keys', 'create-ingest', '--help'], { cwd: ROOT });
+    expect(script.stdout).toBe((await cli('keys', 'create-ingest', '--help')).stdout);
     const npx = await exec('npx', ['--no-install', 'tally', '--help'], { cwd: ROOT });
     expect(npx.stdout).toContain('Usage: tally <command> [options]');
     const direct = await exec(BIN, ['keys', 'rotate', '--help'], { cwd: ROOT });

@@ -189,10 +189,11 @@ describe('admin CLI: JSON documents and exit codes', () => {
     expect(run.json).toEqual({
       app: {
         id: expect.stringMatching(UUID),
-        name: expect.any(String),
+        name: 'Demo app',
         timezone: 'UTC',
         createdAt: expect.stringMatching(ISO),
       },
+      appCreated: expect.any(Boolean),
       ingestKeys: {
         live: expect.stringMatching(/^tly_live_/),
         test: expect.stringMatching(/^tly_test_/),
@@ -209,6 +210,18 @@ describe('admin CLI: JSON documents and exit codes', () => {
       .query({ appId: run.json.app.id })
       .set(bearer(run.json.apiKey));
     expect(rollups.status).toBe(200);
+  });
+
+  it('seed run again reuses the demo app and says so, with new keys', async () => {
+    const first = await cli('seed', '--json');
+    const apps = await countApps();
+    const again = await cli('seed');
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(new RegExp(`^Demo app ${first.json.app.id} \\(already there: reused`));
+    const third = await cli('seed', '--json');
+    expect(third.json).toMatchObject({ app: first.json.app, appCreated: false });
+    expect(third.json.ingestKeys.live).not.toBe(first.json.ingestKeys.live);
+    expect(await countApps()).toBe(apps);
   });
 
   it('rollups compute prints day and row counts', async () => {
@@ -230,6 +243,22 @@ describe('admin CLI: JSON documents and exit codes', () => {
       /An app name is 1 to 200 characters/,
     );
     expect(await countApps()).toBe(apps);
+  });
+
+  it('a blank app name is refused before the database is opened', async () => {
+    let stderr = '';
+    const unreachable = loadConfig(testEnv({ DATABASE_URL: 'postgres://tally@127.0.0.1:1/none' }));
+    const code = await runCli(
+      ['apps', 'create', '--name', '   '],
+      { stdout: () => undefined, stderr: (t) => (stderr += t) },
+      unreachable,
+    );
+    expect({ code, stderr }).toEqual({
+      code: 2,
+      stderr: expect.stringMatching(
+        /^tally: option '--name <name>' argument ' ' is invalid\. An app name is 1 to 200 characters\./,
+      ),
+    });
   });
 
   it.each([

@@ -5,7 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { freePort } from './support/free-port';
+import { freePort } from './support/harness';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(__dirname, '..');

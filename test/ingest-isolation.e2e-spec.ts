@@ -2,6 +2,7 @@ import { ClientRequest, IncomingMessage, request as httpRequest } from 'node:htt
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { bearer, makeTenant } from './factories';
+import { waitFor } from './support/harness';
 import { startTestApp, TestApp } from './support/test-app';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
@@ -13,7 +14,11 @@ const post = (t: TestApp, key: string, body: unknown) =>
     .set('Content-Type', 'application/json')
     .send(JSON.stringify(body));
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The in-flight budget in use, as /metrics reports it: decoded body bytes held by unanswered requests. */
+async function inflightBytes(t: TestApp): Promise<number> {
+  const text = (await request(t.http).get('/metrics').expect(200)).text;
+  return Number(/^tally_ingest_inflight_bytes (\d+)/m.exec(text)?.[1] ?? NaN);
+}
 
 async function listen(t: TestApp): Promise<number> {
   await new Promise<void>((resolve) => t.http.listen(0, '127.0.0.1', resolve));
@@ -54,21 +59,10 @@ const batch = (tag: string, n: number) => ({
   events: Array.from({ length: n }, (_, i) => ({ eventName: 'load', eventId: `${tag}-${i}` })),
 });
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
-
-/** Times `n` sequential ingests of a small batch; every one must be a 200. */
-async function timedIngests(t: TestApp, tenant: Tenant, tag: string, n: number): Promise<number[]> {
-  const times: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const started = process.hrtime.bigint();
-    const res = await post(t, tenant.liveKey, batch(`${tag}-${i}`, 5));
-    times.push(Number(process.hrtime.bigint() - started) / 1e6);
-    expect(res.status).toBe(200);
-  }
-  return times;
+/** `n` sequential ingests of a small batch; every one must be a 200. */
+async function ingests(t: TestApp, tenant: Tenant, tag: string, n: number): Promise<void> {
+  for (let i = 0; i < n; i++)
+    expect((await post(t, tenant.liveKey, batch(`${tag}-${i}`, 5))).status).toBe(200);
 }
 
 describe('ingest isolation: one key cannot take the in-flight budget from the others', () => {
@@ -82,11 +76,11 @@ describe('ingest isolation: one key cannot take the in-flight budget from the ot
   });
   afterAll(() => t.close());
 
-  it('while one key holds stalled uploads, another app ingests with 200 at its quiet latency', async () => {
+  // Its latency beside the quiet value is a figure of the benchmark (`--noisy-neighbours`), not asserted here.
+  it('while one key holds stalled uploads, another app ingests with 200', async () => {
     const attacker = await makeTenant(t.app);
     const victim = await makeTenant(t.app);
-    await timedIngests(t, victim, 'warm', 5);
-    const quiet = await timedIngests(t, victim, 'quiet', 20);
+    await ingests(t, victim, 'warm', 5);
 
     // Eight uploads of 60 KB stall just before their end: twice the instance's budget.
     const stalled = Array.from({ length: 8 }, () => startUpload(port, attacker.liveKey, 64_000, 60_000));
@@ -94,11 +88,11 @@ describe('ingest isolation: one key cannot take the in-flight budget from the ot
       // The key's share holds one of them; the other seven are refused at once.
       const statuses: number[] = [];
       stalled.forEach((u) => void u.answer.then((a) => statuses.push(a.status)));
-      await sleep(1000);
+      await waitFor(() => statuses.length === 7, { what: 'seven answers' });
       expect(statuses).toEqual([429, 429, 429, 429, 429, 429, 429]);
-      const loaded = await timedIngests(t, victim, 'loaded', 20);
-      // A generous bound, relative to the same client's quiet latency on this machine.
-      expect(median(loaded)).toBeLessThan(5 * Math.max(median(quiet), 5));
+      // The eighth is held, not answered.
+      await waitFor(async () => (await inflightBytes(t)) >= 60_000, { what: 'the held upload' });
+      await ingests(t, victim, 'loaded', 20);
     } finally {
       stalled.forEach((u) => u.req.destroy());
     }
@@ -108,7 +102,8 @@ describe('ingest isolation: one key cannot take the in-flight budget from the ot
     const tenant = await makeTenant(t.app);
     const first = startUpload(port, tenant.liveKey, 64_000, 60_000);
     try {
-      await sleep(300);
+      // The key's share is taken once the server holds the first upload's bytes.
+      await waitFor(async () => (await inflightBytes(t)) >= 60_000, { what: 'the first upload to be held' });
       const second = startUpload(port, tenant.liveKey, 64_000, 60_000);
       const answer = await second.answer;
       expect(answer.status).toBe(429);
@@ -159,7 +154,7 @@ describe('INGEST_BODY_IDLE_MS and INGEST_BODY_MIN_BYTES_PER_SECOND', () => {
     expect(answer.body.detail).toMatch(/No body byte arrived for 400 ms/);
     stalled.req.destroy();
     // The whole budget is free again: a body of most of it is accepted.
-    await sleep(50);
+    await waitFor(async () => (await inflightBytes(t)) === 0, { what: 'the budget to be free' });
     const res = await post(t, tenant.liveKey, batch('after', 60));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ accepted: 60 });

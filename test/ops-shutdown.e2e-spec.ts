@@ -1,23 +1,19 @@
-import { ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { makeTenant } from './factories';
 import { testDatabaseUrl, useTestApp } from './support/test-app';
-import { freePort } from './support/free-port';
+import { freePort, startNodeProcess, waitFor } from './support/harness';
 
 // Runs the built server (`npm test` builds it first) as a child process, as in production.
 const MAIN = path.join(__dirname, '..', 'dist', 'src', 'main.js');
 const EVENTS_PER_REQUEST = 25;
 const IN_FLIGHT = 5;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function startServer(port: number): Promise<{ child: ChildProcess; output: () => string }> {
-  const child = spawn(process.execPath, [MAIN], {
+function startServer(port: number) {
+  return startNodeProcess(MAIN, {
     env: {
-      ...process.env,
       DATABASE_URL: testDatabaseUrl(),
       PORT: String(port),
       HOST: '127.0.0.1',
@@ -27,24 +23,13 @@ function startServer(port: number): Promise<{ child: ChildProcess; output: () =>
       SHUTDOWN_TIMEOUT_MS: '10000',
       REDIS_URL: '',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
-    child.stdout!.on('data', () => {
-      if (output.includes('Tally listening')) {
-        clearTimeout(timer);
-        resolve({ child, output: () => output });
-      }
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited with ${code} before listening:\n${output}`));
-    });
-  });
+}
+
+/** The ingest body bytes the server holds (/metrics' in-flight budget in use). */
+async function heldBytes(port: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Number(/^tally_ingest_inflight_bytes (\d+)/m.exec(text)?.[1] ?? 0);
 }
 
 interface Answer {
@@ -56,6 +41,7 @@ interface Answer {
 function slowIngest(port: number, key: string, body: string) {
   const bytes = Buffer.from(body);
   const half = Math.floor(bytes.length / 2);
+  sentHalves += half;
   let resolveAnswer: (a: Answer) => void;
   let rejectAnswer: (e: Error) => void;
   const answer = new Promise<Answer>((resolve, reject) => {
@@ -97,6 +83,8 @@ function slowIngest(port: number, key: string, body: string) {
   };
 }
 
+let sentHalves = 0;
+
 function connectionRefused(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
@@ -118,8 +106,7 @@ describe('graceful shutdown on SIGTERM', () => {
   it('answers in-flight ingest requests, loses no acknowledged event, refuses new connections and exits 0', async () => {
     const tenant = await makeTenant(t.app);
     const port = await freePort();
-    const { child, output } = await startServer(port);
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const { child, output, exited } = await startServer(port);
 
     // An idle keep-alive connection, as a load balancer or SDK would hold: it must not keep the
     // process alive.
@@ -139,22 +126,21 @@ describe('graceful shutdown on SIGTERM', () => {
       })),
     );
     const requests = batches.map((events) => slowIngest(port, tenant.liveKey, JSON.stringify({ events })));
-    // Let the server take the requests in before the signal: they are in flight, bodies half read.
-    await sleep(500);
+    // The signal comes once the server holds the first half of every body: in flight, half read.
+    await waitFor(async () => (await heldBytes(port)) >= sentHalves, { what: 'the half bodies to be held' });
     child.kill('SIGTERM');
 
-    let refused = false;
-    for (let i = 0; i < 50 && !refused; i++) {
-      refused = await connectionRefused(port);
-      if (!refused) await sleep(100);
-    }
-    expect(refused).toBe(true);
+    await waitFor(() => connectionRefused(port), {
+      timeoutMs: 5_000,
+      intervalMs: 100,
+      what: 'refused connections',
+    });
 
     const answers = await Promise.all(requests.map((r) => r.finish()));
     expect(answers.map((a) => a.status)).toEqual(Array(IN_FLIGHT).fill(200));
     expect(answers.map((a) => a.body.accepted)).toEqual(Array(IN_FLIGHT).fill(EVENTS_PER_REQUEST));
 
-    expect(await exited).toBe(0);
+    expect((await exited).code).toBe(0);
     await idleClosed;
     agent.destroy();
     expect(output()).toContain('SIGTERM received, draining');

@@ -1,12 +1,12 @@
 import request from 'supertest';
 import { bearer, makeApiKey, makeTenant } from './factories';
+import { waitFor } from './support/harness';
 import { startTestApp, TestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 import { PartitionMaintenanceService } from '@app/storage/partition-maintenance.service';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const HEAVY_ROWS = 100_000;
 
 /**
@@ -49,15 +49,6 @@ function target(t: TestApp): string | TestApp['http'] {
   return address && typeof address === 'object' ? `http://127.0.0.1:${address.port}` : t.http;
 }
 
-function median(values: number[]): number {
-  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-}
-
-function p99(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)];
-}
-
 describe('read isolation: a noisy key cannot slow another app down', () => {
   let t: TestApp;
   let noisy: Tenant;
@@ -79,63 +70,53 @@ describe('read isolation: a noisy key cannot slow another app down', () => {
   }, 60_000);
   afterAll(() => t.close());
 
-  /** Times `n` sequential light reads of the quiet app; each must be a 200 with one event. */
-  async function victimReads(n: number): Promise<number[]> {
-    const times: number[] = [];
+  /** `n` sequential light reads of the quiet app; each must be a 200 with one event. */
+  async function victimReads(n: number): Promise<void> {
     for (let i = 0; i < n; i++) {
-      const started = process.hrtime.bigint();
       const res = await lightRead(t, quietApp);
-      times.push(Number(process.hrtime.bigint() - started) / 1e6);
       expect(res.status).toBe(200);
       expect(res.body).toHaveLength(1);
     }
-    return times;
   }
 
-  it("45 expensive reads a second by one key leave another app's p99 read latency within 3x its quiet value", async () => {
+  // The quiet app's latency under this load beside its quiet value (p99 within 3x) is a figure of
+  // the benchmark (`--noisy-neighbours`), where the machine's load is accounted for; here only outcomes.
+  it("expensive reads by one key are turned away by its read time, while another app's reads answer 200", async () => {
     await victimReads(20);
-    const quiet: number[] = [];
-    const loaded: number[] = [];
     const noisyStatuses = new Map<number, number>();
     const noisyLimits = new Set<string>();
-    // Quiet and loaded rounds alternate, so that a change in the machine's load hits both; 600
-    // samples a side, so that p99 is not one stray sample.
-    for (let round = 0; round < 40; round++) {
-      quiet.push(...(await victimReads(15)));
-      let firing = true;
-      const inFlight: Promise<unknown>[] = [];
-      // Open loop at 45 requests/s, within the default read rate of 50/s, as the attack did.
-      const fire = setInterval(() => {
-        if (!firing) return;
-        inFlight.push(
-          heavyRead(t, noisy).then((res) => {
-            noisyStatuses.set(res.status, (noisyStatuses.get(res.status) ?? 0) + 1);
-            if (res.status === 429) {
-              expectProblem(res, 429, 'rate_limited');
-              Object.keys(res.body as object)
-                .filter((name) => name.startsWith('limit'))
-                .forEach((name) => noisyLimits.add(name));
-            }
-          }),
-        );
-      }, 1000 / 45);
-      await sleep(100);
-      loaded.push(...(await victimReads(15)));
-      firing = false;
+    const inFlight: Promise<unknown>[] = [];
+    // Open loop at 45 requests/s, within the default read rate of 50/s, as the attack did.
+    const fire = setInterval(() => {
+      inFlight.push(
+        heavyRead(t, noisy).then((res) => {
+          noisyStatuses.set(res.status, (noisyStatuses.get(res.status) ?? 0) + 1);
+          if (res.status === 429) {
+            expectProblem(res, 429, 'rate_limited');
+            Object.keys(res.body as object)
+              .filter((name) => name.startsWith('limit'))
+              .forEach((name) => noisyLimits.add(name));
+          }
+        }),
+      );
+    }, 1000 / 45);
+    try {
+      await waitFor(() => noisyStatuses.get(200), { what: 'a noisy read served' });
+      // The victim reads while the noisy key is served, and until it has been turned away.
+      await waitFor(
+        async () => {
+          await victimReads(5);
+          return noisyLimits.has('limitReadMsPerSecond');
+        },
+        { timeoutMs: 60_000, intervalMs: 0, what: 'the noisy key to be refused for its read time' },
+      );
+    } finally {
       clearInterval(fire);
       await Promise.all(inFlight);
     }
-    // The noisy key was served, and turned away once its reads had used their time.
     expect(noisyStatuses.get(200)).toBeGreaterThan(0);
     expect(noisyStatuses.get(429)).toBeGreaterThan(0);
     expect([...noisyStatuses.keys()].sort()).toEqual([200, 429]);
-    expect(noisyLimits.has('limitReadMsPerSecond')).toBe(true);
-    const quietP99 = p99(quiet);
-    const loadedP99 = p99(loaded);
-    process.stdout.write(
-      `read isolation: quiet p50/p99 ${median(quiet).toFixed(1)}/${quietP99.toFixed(1)} ms, loaded ${median(loaded).toFixed(1)}/${loadedP99.toFixed(1)} ms, noisy ${JSON.stringify([...noisyStatuses])}\n`,
-    );
-    expect(loadedP99).toBeLessThanOrEqual(3 * quietP99);
   }, 120_000);
 
   it('answers a read past READ_MAX_CONCURRENT_PER_KEY with 429 rate_limited, Retry-After and the limit', async () => {

@@ -30,6 +30,8 @@ export const { values: flags } = parseArgs({
     robustness: { type: 'boolean', default: false },
     // Victim latency under a hostile ingest key (bench/scenarios/isolation.mjs), section `isolation`.
     isolation: { type: 'boolean', default: false },
+    // One key's expensive reads or stalled uploads against another app (noisy-neighbours.mjs).
+    'noisy-neighbours': { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
     // Paired A/B of two builds (bench/scenarios/pair.mjs).
     pair: { type: 'boolean', default: false },

@@ -4,12 +4,11 @@
 import { spawn, execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { freePort } from '../../test/support/free-port.mjs';
+import { freePort, sleep } from '../../test/support/harness.js';
 
 export { freePort };
 
 const execFileAsync = promisify(execFile);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Resident and peak resident memory of a process, in bytes, from /proc (Linux). */
 export function memoryOf(pid) {

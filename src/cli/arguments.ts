@@ -14,6 +14,14 @@ export function uuid(value: string): string {
   return value.toLowerCase();
 }
 
+/** An app name, trimmed: refused when blank or too long, before the database is opened. */
+export function appName(value: string): string {
+  const trimmed = value.trim();
+  if (trimmed.length < 1 || trimmed.length > 200)
+    throw new InvalidArgumentError('An app name is 1 to 200 characters.');
+  return trimmed;
+}
+
 /** Collects a repeatable UUID option into an array. */
 export function uuids(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), uuid(value)];

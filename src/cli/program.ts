@@ -70,9 +70,20 @@ function commandPath(command: CommandUnknownOpts): string {
   return command.parent ? `${commandPath(command.parent)} ${command.name()}` : command.name();
 }
 
+/**
+ * commander suggests by spelling distance, so `keys create` got "did you mean rotate?". A word that
+ * begins the names of subcommands suggests those instead: create-ingest or create-api.
+ */
+function suggestByPrefix(text: string, command: CommandUnknownOpts): string {
+  const word = /unknown command '([^']+)'/.exec(text)?.[1];
+  const names = word ? command.commands.map((c) => c.name()).filter((n) => n.startsWith(`${word}-`)) : [];
+  if (names.length === 0) return text;
+  return `${text.replace(/\s*\n\s*\(Did you mean [^)]*\)/, '')}\n(Did you mean ${names.join(' or ')}?)`;
+}
+
 // commander's error lines ("error: unknown option '--x'\n(Did you mean --y?)") as one line.
 function oneLine(text: string, command: CommandUnknownOpts): string {
-  const message = text
+  const message = suggestByPrefix(text, command)
     .replace(/^error: /, '')
     .replace(/\s*\n\s*\(Did you mean/, ' (did you mean')
     .replace(/\s+/g, ' ')

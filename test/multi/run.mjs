@@ -8,12 +8,12 @@
 // (c) a key revoked through the CLI stops working on both within 30 s. Creates a fresh database
 // and a unique Redis key prefix, and removes both at the end. Prints `N passed, M failed` and
 // exits non-zero on any failure.
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
 import Redis from 'ioredis';
 import { cli, freePort, http, ingest, makeTenant, ROOT, sleep } from '../reliability/harness.mjs';
+import { startNodeProcess } from '../support/harness.js';
 
 const MAIN = path.join(ROOT, 'dist', 'src', 'main.js');
 const ADMIN_URL = process.env.MULTI_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -58,29 +58,15 @@ const env = {
   SHUTDOWN_TIMEOUT_MS: '15000',
 };
 
-function startInstance(name, port) {
-  const child = spawn(process.execPath, [MAIN], {
+async function startInstance(name, port) {
+  const server = await startNodeProcess(MAIN, {
     env: { ...env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    timeoutMs: 90_000,
+  }).catch((err) => {
+    throw new Error(`${name}: ${err.message}`);
   });
-  let output = '';
-  child.stdout.on('data', (d) => (output += d));
-  child.stderr.on('data', (d) => (output += d));
-  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
-  const ready = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start:\n${output}`)), 90_000);
-    child.stdout.on('data', () => {
-      if (output.includes('Tally listening')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited with ${code} before listening:\n${output}`));
-    });
-  });
-  return { name, port, child, exited, ready, base: `http://127.0.0.1:${port}`, output: () => output };
+  const exited = server.exited.then(({ code }) => code);
+  return { name, port, child: server.child, exited, base: `http://127.0.0.1:${port}`, output: server.output };
 }
 
 function readRollups(instance, apiKey, appId) {
@@ -143,8 +129,13 @@ async function main() {
   const instances = [];
   try {
     // Both start together: the migration advisory lock lets exactly one apply the schema.
-    instances.push(startInstance('A', await freePort()), startInstance('B', await freePort()));
-    await Promise.all(instances.map((i) => i.ready));
+    const started = await Promise.allSettled([
+      startInstance('A', await freePort()),
+      startInstance('B', await freePort()),
+    ]);
+    for (const s of started) if (s.status === 'fulfilled') instances.push(s.value);
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
     const [a, b] = instances;
     check('two instances start together on a fresh database', true, `ports ${a.port}, ${b.port}`);
     await db.connect();
@@ -189,6 +180,7 @@ async function main() {
       sent.length === 240,
       `${sent.length} acknowledged`,
     );
+    // Waiting for something NOT to happen has no signal: three rollup intervals pass, and none may run.
     await sleep(3_500);
     const gated = await readRollups(a, tenant.apiKey, tenant.appId);
     check(
@@ -204,6 +196,7 @@ async function main() {
     while (Date.now() < deadline) {
       got = comparable((await readRollups(a, tenant.apiKey, tenant.appId)).body);
       if (same(got, expected)) break;
+      // Poll interval of a wait on the rollups becoming correct.
       await sleep(500);
     }
     check(
@@ -214,6 +207,7 @@ async function main() {
         : `got ${JSON.stringify(got)}\nexpected ${JSON.stringify(expected)}`,
     );
     // Several more runs on both instances must not count anything twice.
+    // Again an absence (no double count over several more runs): three intervals, then the check.
     await sleep(3_500);
     const fromA = comparable((await readRollups(a, tenant.apiKey, tenant.appId)).body);
     const fromB = comparable((await readRollups(b, tenant.apiKey, tenant.appId)).body);
@@ -252,6 +246,7 @@ async function main() {
         if (res.status === 401 && body?.code === 'invalid_key')
           stoppedAfter[instance.name] = Date.now() - revokedAt;
       }
+      // Poll interval of a wait on each instance refusing the key.
       await sleep(250);
     }
     for (const instance of instances) {

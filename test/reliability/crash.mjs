@@ -96,6 +96,7 @@ async function runRound(round, db, tenant, port, running) {
     }
   };
   const load = Array.from({ length: CLIENTS }, (_, c) => client(c));
+  // Pacing, not a condition: the kill lands at a random moment of the load, which is the test.
   await sleep(300 + Math.floor(Math.random() * 1200));
   control.stop = true;
   const signal = await server.kill('SIGKILL');
@@ -125,6 +126,7 @@ async function runRound(round, db, tenant, port, running) {
     while (batch.state === 'retry' && Date.now() < retryDeadline) {
       const res = await ingest(server.base, tenant.ingestKey, batch.events, REQUEST_TIMEOUT_MS);
       batch.state = classify(batch, res);
+      // A client's pause between retries (pacing); the loop itself waits on the batch's answer.
       if (batch.state === 'retry') await sleep(200);
     }
     ledger.check(

@@ -5,20 +5,18 @@
 import fs from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { clusterDir, destroy, ensure, makeTemporaryDir, stop } from '../../src/database/embedded-pg.mjs';
-import { freePort } from '../support/free-port.mjs';
+import { freePort, sleep, startNodeProcess } from '../support/harness.js';
 
-export { freePort };
+export { freePort, sleep };
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SERVER_JS = path.join(ROOT, 'dist/src/main.js');
 const CLI_JS = path.join(ROOT, 'dist/src/cli/main.js');
-
-export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Fails fast with a clear message when `npm run build` has not produced the server. */
 export async function assertBuilt() {
@@ -128,10 +126,9 @@ for (const [signal, number] of [
  * code or signal; `output()` returns what it printed, for diagnostics.
  */
 export async function startServer({ databaseUrl, port, env = {}, startTimeoutMs = 60_000 }) {
-  const child = spawn(process.execPath, [SERVER_JS], {
+  const server = await startNodeProcess(SERVER_JS, {
     cwd: ROOT,
     env: {
-      ...process.env,
       DATABASE_URL: databaseUrl,
       PORT: String(port),
       HOST: '127.0.0.1',
@@ -139,50 +136,22 @@ export async function startServer({ databaseUrl, port, env = {}, startTimeoutMs 
       ...UNTHROTTLED,
       ...env,
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    timeoutMs: startTimeoutMs,
   });
+  const { child } = server;
   children.add(child);
   child.on('exit', () => children.delete(child));
-  let out = '';
-  const keep = (chunk) => {
-    out += chunk;
-    if (out.length > 200_000) out = out.slice(-100_000);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)));
-  const listening = new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`server did not start in ${startTimeoutMs} ms:\n${out}`)),
-      startTimeoutMs,
-    );
-    const onData = () => {
-      if (out.includes('Tally listening')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout.on('data', onData);
-    void exited.then((how) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited (${how}) before listening:\n${out}`));
-    });
-  });
-  try {
-    await listening;
-  } catch (err) {
-    child.kill('SIGKILL');
-    throw err;
-  }
+  // The signal that ended it, or its exit code.
+  const exited = server.exited.then(({ code, signal }) => signal ?? code);
   return {
     child,
     pid: child.pid,
     base: `http://127.0.0.1:${port}`,
     exited,
-    output: () => out,
+    output: server.output,
     isAlive: () => child.exitCode === null && child.signalCode === null,
     async kill(signal = 'SIGKILL') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await server.kill(signal);
       return exited;
     },
   };

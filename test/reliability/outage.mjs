@@ -119,9 +119,11 @@ async function main() {
         batches.push(batch);
         const res = await send(batch);
         if (res.error || (res.status !== 200 && res.status !== 503)) unexpected.push(res.error ?? res.status);
+        // A client's pause after a 503, as SDKs do (pacing).
         if (res.status === 503) await sleep(100);
       }
     });
+    // Pacing: load runs for a while before the stop, and on during it; what is checked is every answer.
     await sleep(300);
     await db.stop();
     await sleep(500);
@@ -162,6 +164,7 @@ async function main() {
     for (const batch of batches.filter((b) => !b.acked)) {
       while (!batch.acked && Date.now() < deadline) {
         const res = await send(batch);
+        // A client's pause between retries (pacing); the loop waits on the acknowledgement.
         if (!batch.acked) await sleep(res.status === 503 ? 500 : 100);
       }
       ledger.check(`after: batch ${batch.tag} acknowledged on retry`, batch.acked, batch.answers.join(','));
@@ -171,6 +174,7 @@ async function main() {
     while (Date.now() < deadline) {
       ready = await http(base, '/readyz');
       if (ready.status === 200) break;
+      // Poll interval of a wait on /readyz answering 200.
       await sleep(250);
     }
     ledger.check('after: /readyz 200 again', ready?.status === 200, String(ready?.status ?? ready?.error));

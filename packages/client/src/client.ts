@@ -1,6 +1,11 @@
-import { gzip, utf8Length } from './encoding.js';
+import { utf8Length } from './encoding.js';
 import { TallyError } from './errors.js';
-import type { Segment, Spool } from './spool.js';
+import { FlushWaiters, SendQueue, Slots, type Entry } from './queue.js';
+import { decideRetry, type RetryPolicy } from './retry.js';
+import { onTerminationSignals } from './signals.js';
+import { planSplit } from './split.js';
+import type { Spool } from './spool.js';
+import { postBatch, toTallyError, unref, type TransportOptions } from './transport.js';
 import type { IngestResult, TallyEvent } from './types.js';
 import { uuidv7 } from './uuid.js';
 
@@ -21,10 +26,15 @@ export interface BatchResult {
 export interface TallyStats {
   /** Tracked, not yet sent. */
   queued: number;
-  /** In a request that has not been answered yet (retries included). */
+  /** In a request that has not been answered yet (retries and their backoff included). */
   inFlight: number;
   accepted: number;
   duplicates: number;
+  /** Refused by the server: per-event errors of a 200, and batches answered with a final 4xx. */
+  rejectedByServer: number;
+  /** Not delivered on the client's own decision: retries exhausted, or an event too large to ever send. */
+  gaveUp: number;
+  /** @deprecated `rejectedByServer + gaveUp`; read the two apart. */
   rejected: number;
   /** Removed from a full queue (the oldest first), never sent. */
   dropped: number;
@@ -49,7 +59,7 @@ export interface TallyClientOptions {
   maxQueueEvents?: number;
   /** Queue bound in bytes of JSON; past it the oldest queued events are dropped. Default 64 MiB. */
   maxQueueBytes?: number;
-  /** Requests in flight at once. Default 2. */
+  /** Requests in flight at once. Default 2. A batch waiting out its backoff holds no slot. */
   concurrency?: number;
   /** Bodies larger than this are sent gzipped. Default 4096 bytes; Infinity never gzips. */
   gzipAboveBytes?: number;
@@ -67,9 +77,12 @@ export interface TallyClientOptions {
   spoolDir?: string;
   /** Events per spool segment file. Default 1000. */
   spoolSegmentEvents?: number;
-  /** On SIGTERM: shutdown() within `shutdownTimeoutMs`, then let the signal end the process. Default false. */
+  /**
+   * On SIGTERM or SIGINT: shutdown() within `shutdownTimeoutMs`, then exit with 128 + the signal's
+   * number, unless the application has listeners of its own for that signal. Default false.
+   */
   handleSignals?: boolean;
-  /** Timeout used by handleSignals. Default 10 000 ms. */
+  /** Timeout used by handleSignals, and the default of shutdown(). Default 10 000 ms. */
   shutdownTimeoutMs?: number;
   /** Every batch's outcome, with per-event errors and warnings. */
   onResult?: (result: BatchResult) => void;
@@ -92,96 +105,96 @@ export interface ShutdownReport {
   unsent: number;
 }
 
-interface Entry {
-  id: string;
-  json: string;
-  bytes: number;
-  attempts: number;
-  seq: number;
-  segment?: Segment;
-}
-
-interface FlushWaiter {
-  through: number;
-  remaining: number;
-  resolve(): void;
-}
-
-const EVENT_OVERHEAD = 1; // the comma between events
-const BODY_OVERHEAD = 48; // {"sentAt":…,"events":[]}
+type Settings = Required<
+  Omit<TallyClientOptions, 'spoolDir' | 'onResult' | 'fetch' | 'endpoint' | 'ingestKey'>
+> &
+  Pick<TallyClientOptions, 'spoolDir' | 'onResult'>;
 
 const defaultSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function settingsOf(options: TallyClientOptions): Settings {
+  return {
+    flushAt: 500,
+    flushIntervalMs: 1000,
+    maxBatchBytes: 900_000,
+    maxQueueEvents: 100_000,
+    maxQueueBytes: 64 * 1024 * 1024,
+    concurrency: 2,
+    gzipAboveBytes: 4096,
+    requestTimeoutMs: 15_000,
+    maxRetryElapsedMs: 300_000,
+    maxAttempts: 20,
+    backoffBaseMs: 250,
+    backoffMaxMs: 30_000,
+    spoolSegmentEvents: 1000,
+    handleSignals: false,
+    shutdownTimeoutMs: 10_000,
+    onError: (err) => console.error(`[tally] ${err.message}`),
+    now: Date.now,
+    sleep: defaultSleep,
+    random: Math.random,
+    ...stripUndefined(options),
+  };
+}
 
 /**
  * Batches events, sends them gzipped, retries with the same eventIds (so a retry after a lost
  * answer is a duplicate, never a second copy), splits on 413, and keeps an optional durable queue.
+ * The parts: SendQueue and Slots (queue.ts), decideRetry (retry.ts), planSplit (split.ts),
+ * postBatch (transport.ts), Spool (spool.ts) and onTerminationSignals (signals.ts).
  */
 export class TallyClient {
-  private readonly url: string;
-  private readonly o: Required<
-    Omit<TallyClientOptions, 'spoolDir' | 'onResult' | 'fetch' | 'endpoint' | 'ingestKey'>
-  > &
-    Pick<TallyClientOptions, 'spoolDir' | 'onResult'>;
-  private readonly fetchImpl: typeof fetch;
-  private queue: Entry[] = [];
-  private head = 0;
-  private queueBytes = 0;
+  private readonly o: Settings;
+  private readonly transport: TransportOptions;
+  private readonly queue: SendQueue;
+  private readonly slots: Slots;
+  private readonly waiters = new FlushWaiters();
   private inFlightEvents = 0;
-  private inFlightRequests = 0;
   private seq = 0;
-  private waiters: FlushWaiter[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
   private flushing = 0;
   private pumpScheduled = false;
   private closed = false;
+  /** Until when the server asked every request to wait (Retry-After). */
   private pausedUntil = 0;
   /** Limits learned from a 413. */
   private limitEvents = Infinity;
   private limitBytes = Infinity;
   private spool: Promise<Spool> | undefined;
-  private signalHandler: (() => void) | undefined;
-  private readonly counters = { accepted: 0, duplicates: 0, rejected: 0, dropped: 0, retries: 0, batches: 0 };
+  private stopSignals: (() => void) | undefined;
+  private readonly counters = {
+    accepted: 0,
+    duplicates: 0,
+    rejectedByServer: 0,
+    gaveUp: 0,
+    dropped: 0,
+    retries: 0,
+    batches: 0,
+  };
 
   constructor(options: TallyClientOptions) {
     if (!options.endpoint) throw new TypeError('TallyClient: endpoint is required');
     if (!options.ingestKey) throw new TypeError('TallyClient: ingestKey is required');
-    this.url = options.endpoint.replace(/\/+$/, '') + '/api/ingest';
-    this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
-    this.o = {
-      flushAt: 500,
-      flushIntervalMs: 1000,
-      maxBatchBytes: 900_000,
-      maxQueueEvents: 100_000,
-      maxQueueBytes: 64 * 1024 * 1024,
-      concurrency: 2,
-      gzipAboveBytes: 4096,
-      requestTimeoutMs: 15_000,
-      maxRetryElapsedMs: 300_000,
-      maxAttempts: 20,
-      backoffBaseMs: 250,
-      backoffMaxMs: 30_000,
-      spoolSegmentEvents: 1000,
-      handleSignals: false,
-      shutdownTimeoutMs: 10_000,
-      onError: (err) => console.error(`[tally] ${err.message}`),
-      now: Date.now,
-      sleep: defaultSleep,
-      random: Math.random,
-      ...stripUndefined(options),
+    this.o = settingsOf(options);
+    this.transport = {
+      url: options.endpoint.replace(/\/+$/, '') + '/api/ingest',
+      authorization: `Bearer ${options.ingestKey}`,
+      fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
+      gzipAboveBytes: this.o.gzipAboveBytes,
+      requestTimeoutMs: this.o.requestTimeoutMs,
+      now: this.o.now,
     };
-    this.authorization = `Bearer ${options.ingestKey}`;
-    if (this.o.spoolDir) this.spool = this.openSpool(this.o.spoolDir);
-    if (this.o.handleSignals && typeof process !== 'undefined' && process.once) {
-      this.signalHandler = () => {
-        void this.shutdown({ timeoutMs: this.o.shutdownTimeoutMs }).finally(() =>
-          process.kill(process.pid, 'SIGTERM'),
-        );
-      };
-      process.once('SIGTERM', this.signalHandler);
+    this.queue = new SendQueue({ maxEvents: this.o.maxQueueEvents, maxBytes: this.o.maxQueueBytes });
+    this.slots = new Slots(this.o.concurrency);
+    if (this.o.spoolDir) {
+      this.spool = this.openSpool(this.o.spoolDir);
+      // Reported here; trackDurable() rejects with the same error, and nothing goes unhandled.
+      this.spool.catch((err: unknown) => this.o.onError(spoolError(err)));
+    }
+    if (this.o.handleSignals && typeof process !== 'undefined' && typeof process.on === 'function') {
+      this.stopSignals = onTerminationSignals(() => this.shutdown({ timeoutMs: this.o.shutdownTimeoutMs }));
     }
   }
-
-  private readonly authorization: string;
 
   /**
    * Queues an event and returns its eventId (the caller's, or a new UUIDv7). `eventTime` is the
@@ -193,7 +206,7 @@ export class TallyClient {
     return entry.id;
   }
 
-  /** Like track(), and resolves once the event is fsynced to `spoolDir`. */
+  /** Like track(), and resolves once the event is fsynced to `spoolDir`; rejects when it cannot be. */
   async trackDurable(event: TallyEvent): Promise<string> {
     if (!this.spool) throw new TypeError('TallyClient: trackDurable() needs the spoolDir option');
     const entry = this.entryFor(event);
@@ -204,6 +217,63 @@ export class TallyClient {
     await durable;
     return entry.id;
   }
+
+  /** Resolves when every event tracked so far has been answered (stored, duplicate or rejected). */
+  async flush(): Promise<void> {
+    // Events recovered from the spool count as tracked before any call.
+    if (this.spool) await this.spool.catch(() => undefined);
+    const remaining = this.queue.length + this.inFlightEvents;
+    if (remaining === 0) return;
+    const done = this.waiters.wait(this.seq, remaining);
+    this.flushing++;
+    this.pump();
+    await done;
+    this.flushing--;
+  }
+
+  /** Flushes within `timeoutMs`, then stops timers and signal handling. Later track() calls throw. */
+  async shutdown(options: { timeoutMs?: number } = {}): Promise<ShutdownReport> {
+    const timeoutMs = options.timeoutMs ?? this.o.shutdownTimeoutMs;
+    this.closed = true;
+    this.stopSignals?.();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const flushed = await Promise.race([
+      this.flush().then(() => true),
+      new Promise<boolean>((r) => {
+        timer = setTimeout(() => r(false), timeoutMs);
+        unref(timer);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const unsent = this.queue.length + this.inFlightEvents;
+    const spool = await this.spool?.catch(() => undefined);
+    await spool?.close();
+    if (!flushed) {
+      const rest = spool ? '; durable ones stay in the spool' : '';
+      this.o.onError(
+        new TallyError({
+          status: 0,
+          code: 'shutdown_timeout',
+          detail: `${unsent} events were not answered within ${timeoutMs} ms${rest}`,
+        }),
+      );
+    }
+    return { flushed, unsent };
+  }
+
+  stats(): TallyStats {
+    const c = this.counters;
+    return {
+      queued: this.queue.length,
+      inFlight: this.inFlightEvents,
+      ...c,
+      rejected: c.rejectedByServer + c.gaveUp,
+    };
+  }
+
+  // ---- tracking ----
 
   private entryFor(event: TallyEvent): Entry {
     if (this.closed) {
@@ -230,14 +300,7 @@ export class TallyClient {
   }
 
   private enqueue(entry: Entry): void {
-    this.queue.push(entry);
-    this.queueBytes += entry.bytes;
-    while (
-      this.queue.length - this.head > this.o.maxQueueEvents ||
-      (this.queueBytes > this.o.maxQueueBytes && this.queue.length - this.head > 1)
-    ) {
-      const old = this.queue[this.head++];
-      this.queueBytes -= old.bytes;
+    for (const old of this.queue.push(entry)) {
       this.counters.dropped++;
       this.settled(old);
       this.o.onError(
@@ -263,64 +326,9 @@ export class TallyClient {
     this.pump();
   };
 
-  /** Resolves when every event tracked so far has been answered (stored, duplicate or rejected). */
-  async flush(): Promise<void> {
-    // Events recovered from the spool count as tracked before any call.
-    if (this.spool) await this.spool;
-    const remaining = this.queue.length - this.head + this.inFlightEvents;
-    if (remaining === 0) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      this.waiters.push({ through: this.seq, remaining, resolve });
-      this.flushing++;
-      this.pump();
-    }).then(() => {
-      this.flushing--;
-    });
-  }
-
-  /** Flushes within `timeoutMs`, then stops timers. Later track() calls throw. */
-  async shutdown(options: { timeoutMs?: number } = {}): Promise<ShutdownReport> {
-    const timeoutMs = options.timeoutMs ?? this.o.shutdownTimeoutMs;
-    this.closed = true;
-    if (this.signalHandler) process.removeListener('SIGTERM', this.signalHandler);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const flushed = await Promise.race([
-      this.flush().then(() => true),
-      new Promise<boolean>((r) => {
-        timer = setTimeout(() => r(false), timeoutMs);
-        unref(timer);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    const unsent = this.queue.length - this.head + this.inFlightEvents;
-    if (this.spool) await (await this.spool).close();
-    if (!flushed) {
-      this.o.onError(
-        new TallyError({
-          status: 0,
-          code: 'shutdown_timeout',
-          detail: `${unsent} events were not answered within ${timeoutMs} ms${this.spool ? '; durable ones stay in the spool' : ''}`,
-        }),
-      );
-    }
-    return { flushed, unsent };
-  }
-
-  stats(): TallyStats {
-    return {
-      queued: this.queue.length - this.head,
-      inFlight: this.inFlightEvents,
-      ...this.counters,
-    };
-  }
-
   private async openSpool(dir: string): Promise<Spool> {
     const { Spool } = await import('./spool.js');
-    const spool = new Spool(dir, this.o.spoolSegmentEvents, (err) =>
-      this.o.onError(new TallyError({ status: 0, code: 'spool_error', detail: String(err), cause: err })),
-    );
+    const spool = new Spool(dir, this.o.spoolSegmentEvents, (err) => this.o.onError(spoolError(err)));
     for (const { segment, records } of await spool.recover()) {
       for (const json of records) {
         let id: string;
@@ -337,52 +345,119 @@ export class TallyClient {
 
   // ---- sending ----
 
+  /** Starts batches while a request slot is free and a batch is due (full, or flushing). */
   private pump(): void {
-    while (this.inFlightRequests < this.o.concurrency) {
-      const queued = this.queue.length - this.head;
-      if (queued === 0) break;
-      const full = queued >= Math.min(this.o.flushAt, this.limitEvents);
+    while (this.queue.length > 0 && this.slots.free) {
+      const full = this.queue.length >= Math.min(this.o.flushAt, this.limitEvents);
       if (!full && this.flushing === 0 && !this.closed) {
-        this.timer ??= setTimeout(() => {
-          this.timer = undefined;
-          this.flushing++;
-          this.pump();
-          this.flushing--;
-        }, this.o.flushIntervalMs);
+        this.timer ??= setTimeout(this.flushTimer, this.o.flushIntervalMs);
         unref(this.timer);
-        break;
+        return;
       }
-      const batch = this.takeBatch();
-      if (batch.length) void this.send(batch);
-    }
-    if (this.head > 1024 && this.head * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
+      const { batch, oversized } = this.queue.take(
+        Math.min(this.o.flushAt, this.limitEvents),
+        Math.min(this.o.maxBatchBytes, this.limitBytes),
+      );
+      for (const e of oversized) this.rejectOversized(e, Math.min(this.o.maxBatchBytes, this.limitBytes));
+      if (batch.length === 0) continue;
+      this.slots.tryAcquire();
+      this.inFlightEvents += batch.length;
+      void this.send(batch);
     }
   }
 
-  /** The next batch within the event and byte limits; rejects events too large to ever send. */
-  private takeBatch(): Entry[] {
-    const maxEvents = Math.min(this.o.flushAt, this.limitEvents);
-    const maxBytes = Math.min(this.o.maxBatchBytes, this.limitBytes);
-    const batch: Entry[] = [];
-    let bytes = BODY_OVERHEAD;
-    while (this.head < this.queue.length && batch.length < maxEvents) {
-      const e = this.queue[this.head];
-      if (BODY_OVERHEAD + e.bytes > maxBytes) {
-        this.head++;
-        this.queueBytes -= e.bytes;
-        this.rejectOversized(e, maxBytes);
-        continue;
+  private readonly flushTimer = (): void => {
+    this.timer = undefined;
+    this.flushing++;
+    this.pump();
+    this.flushing--;
+  };
+
+  /**
+   * Sends a batch until it is answered or given up. Called holding a slot; the slot is let go
+   * while the batch waits out a backoff, so other batches keep flowing. A Retry-After pause is kept
+   * holding it: every request waits that one out anyway.
+   */
+  private async send(batch: Entry[]): Promise<void> {
+    const started = this.o.now();
+    let split = false;
+    try {
+      for (let retry = 0; ; retry++) {
+        const wait = this.pausedUntil - this.o.now();
+        if (wait > 0) await this.o.sleep(wait);
+        const error = await this.attempt(batch, retry);
+        if (error === 'split') split = true;
+        if (error === 'split' || error === 'done') return;
+        const decision = this.decide(batch, error, retry, started);
+        if (decision === undefined) return;
+        if (decision.pause) {
+          this.pausedUntil = Math.max(this.pausedUntil, this.o.now() + decision.delayMs);
+          await this.o.sleep(decision.delayMs);
+        } else {
+          this.slots.release();
+          this.pump();
+          await this.o.sleep(decision.delayMs);
+          await this.slots.acquire();
+        }
       }
-      if (bytes + e.bytes + EVENT_OVERHEAD > maxBytes) break;
-      this.head++;
-      this.queueBytes -= e.bytes;
-      bytes += e.bytes + EVENT_OVERHEAD;
-      batch.push(e);
+    } catch (err) {
+      // A bug in the client itself: never leave flush() waiting.
+      this.finish(batch, 0, undefined, toTallyError(err));
+    } finally {
+      this.slots.release();
+      // The parts of a split batch leave at once, as a flush() would send them.
+      if (split) this.flushing++;
+      this.pump();
+      if (split) this.flushing--;
     }
-    this.inFlightEvents += batch.length;
-    return batch;
+  }
+
+  /** One request; returns the error to retry on, or what became of the batch. */
+  private async attempt(batch: Entry[], retry: number): Promise<TallyError | 'done' | 'split'> {
+    for (const e of batch) e.attempts++;
+    this.counters.batches++;
+    if (retry > 0) this.counters.retries++;
+    const body = `{"sentAt":${this.o.now()},"events":[${batch.map((e) => e.json).join(',')}]}`;
+    const outcome = await postBatch(body, this.transport);
+    if ('result' in outcome) {
+      this.finish(batch, 200, outcome.result);
+      return 'done';
+    }
+    if (outcome.error.status === 413) {
+      this.split(batch, outcome.error);
+      return 'split';
+    }
+    return outcome.error;
+  }
+
+  /** The retry to make after `error`, or undefined once the batch has been ended. */
+  private decide(batch: Entry[], error: TallyError, retry: number, started: number) {
+    const attempts = Math.max(...batch.map((e) => e.attempts));
+    const decision = decideRetry(
+      {
+        status: error.status,
+        retryAfterMs: error.retryAfterMs,
+        retry,
+        attempts,
+        elapsedMs: this.o.now() - started,
+      },
+      this.o as RetryPolicy,
+      this.o.random(),
+    );
+    if (decision.kind === 'retry') return decision;
+    const final =
+      decision.kind === 'fail'
+        ? error
+        : new TallyError({
+            status: 0,
+            code: 'retries_exhausted',
+            detail: `Gave up after ${attempts} attempts: ${error.message}`,
+            requestId: error.requestId,
+            cause: error,
+          });
+    this.o.onError(final);
+    this.finish(batch, error.status, undefined, final);
+    return undefined;
   }
 
   private rejectOversized(e: Entry, maxBytes: number): void {
@@ -391,169 +466,21 @@ export class TallyClient {
       code: 'event_too_large',
       detail: `Event ${e.id} is ${e.bytes} bytes; a request may carry at most ${maxBytes}. Not sent.`,
     });
-    this.counters.rejected++;
+    this.counters.gaveUp++;
     this.o.onError(error);
     this.o.onResult?.({ eventIds: [e.id], status: 0, error, attempts: e.attempts });
     this.settled(e);
   }
 
-  private async send(batch: Entry[]): Promise<void> {
-    this.inFlightRequests++;
-    try {
-      await this.deliver(batch);
-    } catch (err) {
-      // A bug in the client itself: never leave flush() waiting.
-      this.finish(batch, 0, undefined, toTallyError(err));
-    } finally {
-      this.inFlightRequests--;
-      this.pump();
-    }
-  }
-
-  private async deliver(batch: Entry[]): Promise<void> {
-    const started = this.o.now();
-    const events = batch.map((e) => e.json).join(',');
-    for (let retry = 0; ; retry++) {
-      const wait = this.pausedUntil - this.o.now();
-      if (wait > 0) await this.o.sleep(wait);
-      for (const e of batch) e.attempts++;
-      this.counters.batches++;
-      if (retry > 0) this.counters.retries++;
-      const body = `{"sentAt":${this.o.now()},"events":[${events}]}`;
-      let error: TallyError;
-      let res: Response | undefined;
-      try {
-        res = await this.post(body);
-      } catch (err) {
-        error = toTallyError(err);
-      }
-      if (res) {
-        if (res.status === 200) {
-          let result: IngestResult;
-          try {
-            result = (await res.json()) as IngestResult;
-          } catch (err) {
-            // The answer was lost on the way: retry; a stored batch comes back as duplicates.
-            error = new TallyError({ status: 0, code: 'network_error', detail: String(err), cause: err });
-            result = undefined as never;
-          }
-          if (result) return this.finish(batch, 200, result);
-        } else {
-          error = await TallyError.fromResponse(res, this.o.now());
-          if (res.status === 413) return this.split(batch, error);
-        }
-      }
-      error = error!;
-      const status = error.status;
-      const retryable =
-        status === 0 ||
-        status === 408 ||
-        status === 429 ||
-        (status >= 500 && status !== 501 && status !== 505);
-      if (!retryable) {
-        this.o.onError(error);
-        return this.finish(batch, status, undefined, error);
-      }
-      let delay: number;
-      if ((status === 429 || status === 503) && error.retryAfterMs !== null) {
-        delay = error.retryAfterMs;
-        this.pausedUntil = Math.max(this.pausedUntil, this.o.now() + delay);
-      } else {
-        delay = this.backoff(retry);
-      }
-      const attempts = Math.max(...batch.map((e) => e.attempts));
-      if (attempts >= this.o.maxAttempts || this.o.now() + delay - started > this.o.maxRetryElapsedMs) {
-        const exhausted = new TallyError({
-          status: 0,
-          code: 'retries_exhausted',
-          detail: `Gave up after ${attempts} attempts: ${error.message}`,
-          requestId: error.requestId,
-          cause: error,
-        });
-        this.o.onError(exhausted);
-        return this.finish(batch, status, undefined, exhausted);
-      }
-      await this.o.sleep(delay);
-    }
-  }
-
-  /** Exponential backoff with full jitter: random in [0, min(max, base · 2^retry)). */
-  private backoff(retry: number): number {
-    const cap = Math.min(this.o.backoffMaxMs, this.o.backoffBaseMs * 2 ** Math.min(retry, 30));
-    return Math.floor(this.o.random() * cap);
-  }
-
-  private async post(body: string): Promise<Response> {
-    const headers: Record<string, string> = {
-      authorization: this.authorization,
-      'content-type': 'application/json',
-    };
-    let payload: string | Uint8Array = body;
-    // UTF-8 takes at most 3 bytes per UTF-16 unit: most bodies are sized without a scan.
-    const over =
-      body.length > this.o.gzipAboveBytes ||
-      (body.length * 3 > this.o.gzipAboveBytes && utf8Length(body) > this.o.gzipAboveBytes);
-    if (over) {
-      payload = await gzip(body);
-      headers['content-encoding'] = 'gzip';
-    }
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), this.o.requestTimeoutMs);
-    unref(timer);
-    try {
-      const res = await this.fetchImpl(this.url, {
-        method: 'POST',
-        headers,
-        body: payload as BodyInit,
-        signal: controller.signal,
-      });
-      if (res.status !== 200) return res;
-      // Read the body within the timeout too.
-      const text = await res.text();
-      return new Response(text, { status: 200, headers: res.headers });
-    } catch (err) {
-      if (controller.signal.aborted) {
-        throw new TallyError({
-          status: 0,
-          code: 'timeout',
-          detail: `No answer within ${this.o.requestTimeoutMs} ms`,
-          cause: err,
-        });
-      }
-      throw err;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   /** 413: split by the limits the server stated, and queue the parts first. */
   private split(batch: Entry[], error: TallyError): void {
-    const body = error.body ?? {};
-    const limitEvents =
-      typeof body.limitEvents === 'number' && body.limitEvents >= 1 ? body.limitEvents : null;
-    const limitBytes = typeof body.limitBytes === 'number' && body.limitBytes >= 1 ? body.limitBytes : null;
-    if (limitEvents !== null) this.limitEvents = limitEvents;
-    if (limitBytes !== null) this.limitBytes = limitBytes;
-    // The body size is measured before gzip on the server side too.
-    const totalBytes = BODY_OVERHEAD + batch.reduce((n, e) => n + e.bytes + EVENT_OVERHEAD, 0);
-    let parts: Entry[][];
-    const fitsEvents = limitEvents === null || batch.length <= limitEvents;
-    const fitsBytes = limitBytes === null || totalBytes <= limitBytes;
-    if (batch.length === 1 && !fitsBytes) {
-      parts = [];
-    } else if (!fitsEvents || !fitsBytes) {
-      parts = this.partition(batch, limitEvents ?? Infinity, limitBytes ?? Infinity);
-    } else {
-      // Within the stated limits by our measure, yet refused: halve.
-      const half = Math.ceil(batch.length / 2);
-      parts = batch.length > 1 ? [batch.slice(0, half), batch.slice(half)] : [];
-    }
-    if (parts.length === 0) {
+    const plan = planSplit(batch, error.body);
+    if (plan.limitEvents !== null) this.limitEvents = plan.limitEvents;
+    if (plan.limitBytes !== null) this.limitBytes = plan.limitBytes;
+    this.inFlightEvents -= batch.length;
+    if (plan.parts.length === 0) {
       // One event that can never be accepted.
-      for (const e of batch) {
-        this.inFlightEvents--;
-        this.rejectOversized(e, limitBytes ?? e.bytes - 1);
-      }
+      for (const e of batch) this.rejectOversized(e, plan.limitBytes ?? e.bytes - 1);
       return;
     }
     // Events out of attempts end here; the parts go back to the front of the queue.
@@ -567,32 +494,10 @@ export class TallyClient {
         cause: error,
       });
       this.o.onError(exhausted);
+      this.inFlightEvents += spent.length;
       this.finish(spent, 413, undefined, exhausted);
     }
-    const entries = parts.flat().filter((e) => e.attempts < this.o.maxAttempts);
-    this.inFlightEvents -= entries.length;
-    this.queue.splice(this.head, 0, ...entries);
-    for (const e of entries) this.queueBytes += e.bytes;
-    this.flushing++;
-    queueMicrotask(() => this.flushing--);
-    this.pump();
-  }
-
-  private partition(batch: Entry[], maxEvents: number, maxBytes: number): Entry[][] {
-    const parts: Entry[][] = [];
-    let part: Entry[] = [];
-    let bytes = BODY_OVERHEAD;
-    for (const e of batch) {
-      if (part.length && (part.length >= maxEvents || bytes + e.bytes + EVENT_OVERHEAD > maxBytes)) {
-        parts.push(part);
-        part = [];
-        bytes = BODY_OVERHEAD;
-      }
-      part.push(e);
-      bytes += e.bytes + EVENT_OVERHEAD;
-    }
-    if (part.length) parts.push(part);
-    return parts;
+    this.queue.unshift(plan.parts.flat().filter((e) => e.attempts < this.o.maxAttempts));
   }
 
   private finish(batch: Entry[], status: number, result?: IngestResult, error?: TallyError): void {
@@ -600,9 +505,11 @@ export class TallyClient {
     if (result) {
       this.counters.accepted += result.accepted;
       this.counters.duplicates += result.duplicates;
-      this.counters.rejected += result.rejected;
+      this.counters.rejectedByServer += result.rejected;
+    } else if (status >= 400 && error?.code !== 'retries_exhausted') {
+      this.counters.rejectedByServer += batch.length;
     } else {
-      this.counters.rejected += batch.length;
+      this.counters.gaveUp += batch.length;
     }
     const attempts = batch.reduce((m, e) => Math.max(m, e.attempts), 0);
     try {
@@ -614,34 +521,16 @@ export class TallyClient {
 
   /** An event is answered (or dropped): its spool segment and flush() waiters learn it. */
   private settled(e: Entry): void {
-    if (e.segment) void this.spool!.then((s) => s.answered(e.segment!));
-    if (this.waiters.length === 0) return;
-    for (const w of this.waiters) if (e.seq <= w.through) w.remaining--;
-    if (this.waiters.some((w) => w.remaining <= 0)) {
-      const done = this.waiters.filter((w) => w.remaining <= 0);
-      this.waiters = this.waiters.filter((w) => w.remaining > 0);
-      for (const w of done) w.resolve();
-    }
+    const segment = e.segment;
+    if (segment) void this.spool!.then((s) => s.answered(segment)).catch(() => undefined);
+    this.waiters.settled(e.seq);
   }
 }
 
-function toTallyError(err: unknown): TallyError {
-  if (err instanceof TallyError) return err;
-  return new TallyError({
-    status: 0,
-    code: 'network_error',
-    detail:
-      err instanceof Error
-        ? `${err.message}${err.cause ? ` (${String((err.cause as Error).message ?? err.cause)})` : ''}`
-        : String(err),
-    cause: err,
-  });
+function spoolError(err: unknown): TallyError {
+  return new TallyError({ status: 0, code: 'spool_error', detail: String(err), cause: err });
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-function unref(t: unknown): void {
-  (t as { unref?: () => void }).unref?.();
 }

@@ -34,7 +34,7 @@ function setup(script: Reply[], options: Partial<ConstructorParameters<typeof Ta
   return { client, server, results, errors, sleeps, advance: (ms: number) => (clock += ms) };
 }
 
-describe('TallyClient', () => {
+describe('TallyClient tracking and retries', () => {
   it('fills a UUIDv7 eventId and the eventTime, keeps the caller’s, and answers flush()', async () => {
     const { client, server, results } = setup([]);
     const id = client.track({ eventName: 'A.b', payload: { plan: 'pro' } });
@@ -97,7 +97,9 @@ describe('TallyClient', () => {
     expect(server.requests).toBe(4);
     expect(client.stats()).toMatchObject({ accepted: 0, duplicates: 1, rejected: 0 });
   });
+});
 
+describe('TallyClient final answers, 413 and limits', () => {
   it('never retries a 400, 401, 403 or 415 and reports the batch', async () => {
     for (const status of [400, 401, 403, 415]) {
       const errors: TallyError[] = [];
@@ -175,7 +177,9 @@ describe('TallyClient', () => {
     await client.flush();
     expect([...server.stored.keys()]).toEqual(ids.slice(2));
   });
+});
 
+describe('TallyClient give-ups, shutdown and properties', () => {
   it('gives up after maxAttempts and after maxRetryElapsedMs', async () => {
     const a = setup(['500', '500', '500', '500'], { maxAttempts: 3 });
     a.client.track({ eventName: 'A.b' });
@@ -253,6 +257,66 @@ describe('TallyClient', () => {
   });
 });
 
+describe('TallyClient counters and slots', () => {
+  it('counts the server’s rejections apart from the client’s give-ups', async () => {
+    const { client } = setup(['400', '500', '500'], { maxAttempts: 2, flushAt: 2 });
+    // First batch: a 400 (the server's word). Second: two 500s, then out of attempts.
+    client.track({ eventName: 'A.b' });
+    client.track({ eventName: 'A.b' });
+    await client.flush();
+    client.track({ eventName: 'A.b' });
+    await client.flush();
+    // Third: a 200 with one per-event rejection.
+    client.track({ eventName: 'bad' });
+    client.track({ eventName: 'A.b' });
+    await client.flush();
+    expect(client.stats()).toMatchObject({ rejectedByServer: 3, gaveUp: 1, rejected: 4, accepted: 1 });
+  });
+
+  it('lets other batches through while one waits out its backoff', async () => {
+    const order: string[] = [];
+    let calls = 0;
+    let releaseBackoff!: () => void;
+    const client = new TallyClient({
+      endpoint: 'http://tally.test',
+      ingestKey: 'k',
+      flushAt: 1,
+      concurrency: 1,
+      gzipAboveBytes: Infinity,
+      onError: () => undefined,
+      // The backoff ends when the test says so, not after a time.
+      sleep: () => new Promise<void>((r) => (releaseBackoff = r)),
+      fetch: (async (_url: string, init: RequestInit) => {
+        const name = (JSON.parse(String(init.body)) as { events: { eventName: string }[] }).events[0]
+          .eventName;
+        order.push(name);
+        if (++calls === 1) return new Response('{}', { status: 500 });
+        const ok = {
+          received: 1,
+          accepted: 1,
+          duplicates: 0,
+          rejected: 0,
+          metered: 1,
+          errors: [],
+          warnings: [],
+        };
+        return new Response(JSON.stringify(ok), { status: 200 });
+      }) as typeof fetch,
+    });
+    client.track({ eventName: 'First.a' });
+    client.track({ eventName: 'Second.a' });
+    client.track({ eventName: 'Third.a' });
+    const flushed = client.flush();
+    while (order.length < 3) await new Promise((r) => setImmediate(r));
+    // With its one slot given up, the other two batches went while the first waited.
+    expect(order).toEqual(['First.a', 'Second.a', 'Third.a']);
+    releaseBackoff();
+    await flushed;
+    expect(order).toEqual(['First.a', 'Second.a', 'Third.a', 'First.a']);
+    expect(client.stats()).toMatchObject({ accepted: 3, retries: 1 });
+  });
+});
+
 describe('TallyClient spool', () => {
   let dir: string;
   beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'tally-spool-'))));
@@ -294,6 +358,28 @@ describe('TallyClient spool', () => {
     await client.shutdown();
     expect([...server.stored.keys()].sort()).toEqual(['e-1', 'e-5']);
     expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('rejects trackDurable() when spoolDir cannot be made, reports it once, and never crashes', async () => {
+    const file = join(dir, 'not-a-dir');
+    writeFileSync(file, '');
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const { client, errors } = setup([], { spoolDir: join(file, 'spool') });
+      await expect(client.trackDurable({ eventName: 'A.b' })).rejects.toThrow(/ENOTDIR/);
+      // track() and flush() still work without the spool.
+      client.track({ eventName: 'A.b' });
+      await client.flush();
+      expect(client.stats()).toMatchObject({ accepted: 1 });
+      await client.shutdown();
+      await new Promise((r) => setImmediate(r));
+      expect(errors.map((e) => e.code)).toEqual(['spool_error']);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.removeListener('unhandledRejection', onUnhandled);
+    }
   });
 
   it('writes one checksummed line per event', async () => {

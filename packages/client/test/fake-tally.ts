@@ -1,6 +1,6 @@
 import { gunzipSync } from 'node:zlib';
 
-export type Reply = 'ok' | '429' | '429-date' | '503' | '500' | '413' | 'reset' | 'lost';
+export type Reply = 'ok' | '400' | '429' | '429-date' | '503' | '500' | '413' | 'reset' | 'lost';
 
 interface SentEvent {
   eventId: string;
@@ -50,6 +50,8 @@ export class FakeTally {
         return problem(429, 'rate_limited', { 'retry-after': new Date(this.now() + 3000).toUTCString() });
       case '503':
         return problem(503, 'service_unavailable', { 'retry-after': '1' });
+      case '400':
+        return problem(400, 'invalid_body');
       case '500':
         return problem(500, 'internal_error');
       case '413': {

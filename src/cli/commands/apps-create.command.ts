@@ -1,4 +1,4 @@
-import { timeZone } from '@app/cli/arguments';
+import { appName, timeZone } from '@app/cli/arguments';
 import { cliActor } from '@app/cli/actor';
 import { defineJsonCommand } from '@app/cli/command';
 import type { CliRuntime } from '@app/cli/runtime';
@@ -14,7 +14,7 @@ export function appsCreateCommand(rt: CliRuntime) {
     ],
     '{ "id", "name", "timezone", "createdAt" }',
   )
-    .requiredOption('--name <name>', 'the app name, 1 to 200 characters')
+    .requiredOption('--name <name>', 'the app name, 1 to 200 characters', appName)
     .option('--timezone <zone>', "the IANA time zone of the app's rollup days (default UTC)", timeZone)
     .action(async (options) => {
       const { apps } = await rt.services();

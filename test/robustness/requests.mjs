@@ -1,0 +1,359 @@
+// Robustness: requests generated from the OpenAPI document (docs/openapi.json) with fast-check,
+// sent over HTTP to a real server. Every operation gets bodies and query strings that follow its
+// schema, mixed with hostile values: deep nesting, extreme and offset dates, huge numbers, odd
+// Unicode, control characters, wrong types, raw JSON text and bad percent-encoding. The
+// invariant: no answer is a 5xx, and every 4xx is problem+json with a code.
+//
+//
+// This file makes the requests; test/robustness/run.mjs sends them (`npm run test:robustness`, in
+// CI), and `npm run bench -- --robustness` records the figures of a long run.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const OPENAPI_FILE = path.join(ROOT, 'docs', 'openapi.json');
+
+// ---- hostile values ---------------------------------------------------------------------------
+
+/** JSON texts that JS values cannot express (or that JSON.stringify could not even write). */
+const RAW_JSON = [
+  '{"a":'.repeat(6000) + '1' + '}'.repeat(6000),
+  '['.repeat(50_000) + ']'.repeat(50_000),
+  '{"a":'.repeat(300) + '[]' + '}'.repeat(300),
+  '1e400',
+  '-1e400',
+  '123456789012345678901234567890',
+  '-0',
+  '0.0000000000000000000000000000001',
+  '"\\ud800"',
+  '"\\u0000"',
+  '"a\\udfffb"',
+];
+const rawToken = (i) => `__raw_json_${i}__`;
+
+const nastyString = fc.constantFrom(
+  '',
+  ' ',
+  '\u0000',
+  'a\u0000b',
+  '\u0001\u001f\u007f',
+  '\u0085\u009f',
+  'tab\there',
+  'line\nbreak\r',
+  '\ud800',
+  '\udfff\ud800',
+  '\ufeff',
+  '\u202e\u2066',
+  '\u200d\u200b',
+  '𝕿𝖆𝖑𝖑𝖞',
+  'e\u0301\u0301\u0301\u0301',
+  '👩‍👩‍👧‍👦',
+  "'; DROP TABLE events; --",
+  '${jndi:ldap://x}',
+  '<script>alert(1)</script>',
+  '__proto__',
+  'constructor',
+  '%00%ff',
+  'a'.repeat(201),
+  'b'.repeat(1025),
+  'c'.repeat(40_000),
+);
+
+const extremeDate = fc.constantFrom(
+  '9999-12-31T23:30:00-01:00',
+  '9999-12-31T23:59:59.999Z',
+  '9999-12-31T23:59:59.999-00:01',
+  '1000-01-01T00:00:00+00:01',
+  '1000-01-01T00:30:00+01:00',
+  '0999-12-31',
+  '0000-01-01',
+  '9999-12-31',
+  '10000-01-01',
+  '+275760-09-13T00:00:00Z',
+  '-000001-01-01T00:00:00Z',
+  '2026-02-30',
+  '2024-02-29',
+  '2026-13-01',
+  '2026-11-21T24:00:00Z',
+  '2026-11-21T10:20:30+24:00',
+  '2026-11-21T10:20:30.1234567891Z',
+  '2026-11-21t10:20z',
+  '8640000000000000',
+  '8640000000000001',
+  '253402300799999',
+  '253402300800000',
+  '999999999999999',
+  '9999999999999999',
+);
+
+const hugeNumber = fc.constantFrom(
+  0,
+  -0,
+  -1,
+  1e308,
+  -1e308,
+  5e-324,
+  Number.MAX_SAFE_INTEGER,
+  Number.MAX_SAFE_INTEGER + 2,
+  2 ** 63,
+  -(2 ** 63),
+  8_640_000_000_000_001,
+  0.1,
+);
+
+const rawJson = fc.nat(RAW_JSON.length - 1).map(rawToken);
+
+/** Any JSON-ish value, hostile or not, nested a little. */
+const anyValue = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    fc.string({ maxLength: 30 }),
+    nastyString,
+    fc.integer(),
+    fc.double(),
+    hugeNumber,
+    fc.boolean(),
+    fc.constant(null),
+    extremeDate,
+    rawJson,
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(fc.oneof(fc.string({ maxLength: 10 }), nastyString), tie('value'), { maxKeys: 4 }),
+  ),
+})).value;
+
+// ---- values from the schema -------------------------------------------------------------------
+
+function resolve(doc, schema) {
+  let s = schema ?? {};
+  for (let i = 0; i < 10 && s.$ref; i++) {
+    const parts = s.$ref.replace(/^#\//, '').split('/');
+    s = parts.reduce((node, key) => node?.[key], doc) ?? {};
+  }
+  return s;
+}
+
+function typesOf(schema) {
+  if (Array.isArray(schema.type)) return schema.type;
+  if (schema.type) return [schema.type];
+  if (schema.properties) return ['object'];
+  return [];
+}
+
+/** A value that follows `schema`, as far as the schema says. */
+function fromSchema(doc, input, depth = 0) {
+  const schema = resolve(doc, input);
+  if (schema.enum) return fc.constantFrom(...schema.enum);
+  const alternatives = schema.oneOf ?? schema.anyOf;
+  if (alternatives) return fc.oneof(...alternatives.map((s) => fromSchema(doc, s, depth + 1)));
+  const arbs = typesOf(schema).map((type) => {
+    switch (type) {
+      case 'string':
+        if (schema.format === 'uuid') return fc.uuid();
+        if (schema.format === 'date')
+          return fc.date({ noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10));
+        if (schema.format === 'date-time')
+          return fc.date({ noInvalidDate: true }).map((d) => d.toISOString());
+        return fc.string({
+          minLength: Math.min(schema.minLength ?? 0, 5),
+          maxLength: Math.min(schema.maxLength ?? 40, 60),
+        });
+      case 'integer':
+        return fc.integer({
+          min: Math.max(schema.minimum ?? -1e9, Number.MIN_SAFE_INTEGER),
+          max: Math.min(schema.maximum ?? 2e12, Number.MAX_SAFE_INTEGER),
+        });
+      case 'number':
+        return fc.double({ noNaN: true, noDefaultInfinity: true });
+      case 'boolean':
+        return fc.boolean();
+      case 'null':
+        return fc.constant(null);
+      case 'array':
+        return depth > 4
+          ? fc.constant([])
+          : fc.array(fromSchema(doc, schema.items, depth + 1), {
+              minLength: Math.min(schema.minItems ?? 0, 3),
+              maxLength: Math.min(schema.maxItems ?? 5, 12),
+            });
+      case 'object': {
+        const props = Object.entries(schema.properties ?? {});
+        if (props.length === 0 || depth > 4) {
+          const value =
+            schema.additionalProperties && typeof schema.additionalProperties === 'object'
+              ? fromSchema(doc, schema.additionalProperties, depth + 1)
+              : anyValue;
+          return fc.dictionary(fc.string({ maxLength: 12 }), value, { maxKeys: 6 });
+        }
+        const shape = Object.fromEntries(props.map(([name, s]) => [name, fromSchema(doc, s, depth + 1)]));
+        return fc.record(shape, { requiredKeys: schema.required ?? [] });
+      }
+      default:
+        return anyValue;
+    }
+  });
+  return arbs.length ? fc.oneof(...arbs) : anyValue;
+}
+
+/** Mostly schema-true values; now and then something hostile in their place. */
+function mutated(doc, schema, depth = 0) {
+  const resolved = resolve(doc, schema);
+  const base =
+    typesOf(resolved).includes('object') && resolved.properties && depth < 3
+      ? fc
+          .record(
+            Object.fromEntries(
+              Object.entries(resolved.properties).map(([k, s]) => [k, mutated(doc, s, depth + 1)]),
+            ),
+            { requiredKeys: resolved.required ?? [] },
+          )
+          .chain((obj) =>
+            fc
+              .option(fc.tuple(fc.oneof(fc.string({ maxLength: 12 }), nastyString), anyValue), { freq: 4 })
+              .map((extra) => (extra ? { ...obj, [extra[0]]: extra[1] } : obj)),
+          )
+      : typesOf(resolved).includes('array') && depth < 3
+        ? fc.array(mutated(doc, resolved.items, depth + 1), { minLength: 1, maxLength: 12 })
+        : fromSchema(doc, resolved, depth);
+  return fc.oneof({ weight: 8, arbitrary: base }, { weight: 1, arbitrary: anyValue });
+}
+
+/** Serializes a generated value, putting raw JSON texts where their tokens are. */
+function toJson(value) {
+  return JSON.stringify(value).replace(/"__raw_json_(\d+)__"/g, (_, i) => RAW_JSON[Number(i)]);
+}
+
+/** A query value as text: from the schema, or hostile. */
+function queryValue(doc, schema) {
+  return fc.oneof(
+    {
+      weight: 6,
+      arbitrary: fromSchema(doc, schema).map((v) =>
+        (typeof v === 'string' ? v : JSON.stringify(v)).slice(0, 400),
+      ),
+    },
+    { weight: 2, arbitrary: extremeDate },
+    // Short enough that the URL stays under Node's 16 KiB header limit (a 431 from Node itself).
+    { weight: 1, arbitrary: nastyString.map((v) => v.slice(0, 400)) },
+    { weight: 1, arbitrary: hugeNumber.map(String) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom('1e309', '99999999999999999999', '-1', '0x10', ' 10', 'NaN', '1.5'),
+    },
+  );
+}
+
+/** Percent-encodes UTF-8 (a lone surrogate becomes U+FFFD, as in a browser). */
+function percentEncode(v) {
+  let out = '';
+  for (const byte of Buffer.from(v, 'utf8')) {
+    const c = String.fromCharCode(byte);
+    out += /[A-Za-z0-9\-_.~]/.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+const RAW_QUERY = fc.constantFrom(
+  '%',
+  '%zz',
+  '%ff%fe',
+  '%c3%28',
+  '%00',
+  '%ed%a0%80',
+  'a%2',
+  '+',
+  '[]=1',
+  '%2B01:00',
+);
+
+/**
+ * One generated request per call of the arbitrary: `{ method, path, query, headers, body }`, for
+ * every operation of the document.
+ */
+export function requestArbitrary(doc, tenant) {
+  const operations = [];
+  for (const [route, methods] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(methods)) operations.push({ route, method, op });
+  }
+  const keys = [tenant.ingestKey, tenant.apiKey, 'tly_api_' + 'A'.repeat(40), 'tly_live_x', ''];
+  return fc.oneof(
+    ...operations.map(({ route, method, op }) => {
+      const scheme = Object.keys(op.security?.[0] ?? {})[0];
+      const rightKey = scheme === 'ingestKey' ? tenant.ingestKey : scheme === 'apiKey' ? tenant.apiKey : null;
+      const params = (op.parameters ?? []).filter((p) => p.in === 'query');
+      const paramArb = fc.array(
+        fc.oneof(
+          ...params.map((p) =>
+            fc.tuple(
+              fc.constant(p.name),
+              p.name === 'appId'
+                ? fc.oneof(
+                    { weight: 6, arbitrary: fc.constant(tenant.appId) },
+                    { weight: 1, arbitrary: queryValue(doc, p.schema) },
+                  )
+                : queryValue(doc, p.schema),
+              fc.boolean(),
+            ),
+          ),
+          fc.tuple(fc.constantFrom('unknown', 'appId[]', 'limit', 'from'), queryValue(doc, {}), fc.boolean()),
+          fc.tuple(fc.constantFrom(...params.map((p) => p.name), 'x'), RAW_QUERY, fc.constant(true)),
+        ),
+        { maxLength: 6 },
+      );
+      const bodySchema = op.requestBody?.content?.['application/json']?.schema;
+      const bodyArb = bodySchema
+        ? fc.oneof(
+            { weight: 10, arbitrary: mutated(doc, bodySchema).map(toJson) },
+            { weight: 1, arbitrary: anyValue.map(toJson) },
+            {
+              weight: 1,
+              arbitrary: fc
+                .tuple(mutated(doc, bodySchema).map(toJson), fc.nat())
+                .map(([text, cut]) => text.slice(0, cut % (text.length + 1))),
+            },
+          )
+        : fc.constant(undefined);
+      const authArb = fc.oneof(
+        { weight: 12, arbitrary: fc.constant(rightKey === null ? [] : [`Bearer ${rightKey}`]) },
+        { weight: 1, arbitrary: fc.constantFrom(...keys).map((k) => [`Bearer ${k}`]) },
+        { weight: 1, arbitrary: fc.constant([]) },
+        {
+          weight: 1,
+          arbitrary: fc.constantFrom(...keys).map((k) => [`Bearer ${rightKey ?? k}`, `Bearer ${k}`]),
+        },
+      );
+      return fc
+        .record({
+          params: paramArb,
+          body: bodyArb,
+          auth: authArb,
+          gzip: fc.boolean(),
+          contentType: fc.oneof(
+            { weight: 10, arbitrary: fc.constant('application/json') },
+            {
+              weight: 1,
+              arbitrary: fc.constantFrom(
+                'text/plain',
+                'application/json; charset=latin1',
+                'application/x-www-form-urlencoded',
+              ),
+            },
+          ),
+        })
+        .map(({ params, body, auth, gzip, contentType }) => {
+          const query = params
+            // Sent raw (possibly bad percent-encoding) when printable ASCII; encoded otherwise.
+            .map(
+              ([name, v, raw]) =>
+                `${percentEncode(name)}=${raw && /^[\x21-\x7e]*$/.test(v) ? v : percentEncode(v)}`,
+            )
+            .join('&');
+          const headers = {};
+          if (auth.length) headers.authorization = auth.length === 1 ? auth[0] : auth;
+          if (gzip) headers['accept-encoding'] = 'gzip';
+          if (body !== undefined) headers['content-type'] = contentType;
+          return { method: method.toUpperCase(), path: query ? `${route}?${query}` : route, headers, body };
+        });
+    }),
+  );
+}
