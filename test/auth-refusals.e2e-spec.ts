@@ -4,7 +4,7 @@ import { generateKey } from '@app/auth/key-format';
 import { REFUSAL_FLOOR_MS } from '@app/auth/key-auth';
 import { KeysService } from '@app/auth/keys.service';
 import { KeyRepository } from '@app/auth/key.repository';
-import { bearer, makeApiKey, makeTenant, postIngest } from './factories';
+import { TEST_ACTOR, bearer, makeApiKey, makeTenant, postIngest } from './factories';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
@@ -132,7 +132,7 @@ describe('unknown, revoked, expired and bad-checksum keys are answered alike', (
   it('the median answer times agree within noise over a few hundred requests', async () => {
     const tenant = await makeTenant(t.app);
     const revoked = await makeApiKey(t.app, [tenant.appId]);
-    await t.app.get(KeysService).revoke(revoked.id);
+    await t.app.get(KeysService).revoke(revoked.id, TEST_ACTOR);
     const expired = await makeApiKey(t.app, [tenant.appId], ['events:read'], 1);
     await t.db.query(`UPDATE keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);
     // Each kind in turn, so that load on the machine falls on all of them alike. A new forged key
