@@ -11,6 +11,8 @@ import { IngestService } from './ingest.service';
 import { IngestWriter } from './ingest-writer';
 import { DedupRepository } from './dedup.repository';
 import { DedupExpiryService } from './dedup-expiry.service';
+import { EventNameRepository } from './event-name.repository';
+import { EVENT_NAME_BOUND_PROVIDER } from './event-name-bound.provider';
 
 @Module({
   imports: [AuthModule, RateLimitModule, RateLimitStoreModule, MetricsModule],
@@ -22,6 +24,8 @@ import { DedupExpiryService } from './dedup-expiry.service';
     IngestRepository,
     DedupRepository,
     DedupExpiryService,
+    EventNameRepository,
+    EVENT_NAME_BOUND_PROVIDER,
   ],
 })
 export class IngestModule implements OnModuleInit {

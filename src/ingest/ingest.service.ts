@@ -12,6 +12,7 @@ import { CLOCK_SKEW_TOLERANCE_MS, dedupWindowMs, maxEventsPerRequest } from './i
 import { IngestWriter } from './ingest-writer';
 import type { AcceptedEvent, IngestResult } from './ingest.types';
 import { pseudonymise } from './pii';
+import { EventNameBound } from './event-name-bound';
 
 interface Envelope {
   events: unknown[];
@@ -78,6 +79,7 @@ export class IngestService {
     private readonly apps: AppsService,
     private readonly writer: IngestWriter,
     private readonly metrics: MetricsService,
+    private readonly eventNames: EventNameBound,
   ) {}
 
   async ingest(key: RequestKey, body: IngestBody): Promise<IngestResult> {
@@ -98,6 +100,7 @@ export class IngestService {
       forceTestMode: testMode,
       pseudonymise: (kind, value) => pseudonymise(secret, kind, value),
       maxIssuesListed: this.config.ingestMaxErrorsListed,
+      eventNames: this.eventNames.forApp(appId, receivedAt),
     });
 
     const toStore: AcceptedEvent[] = [];

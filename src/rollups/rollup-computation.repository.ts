@@ -147,8 +147,12 @@ export class RollupComputationRepository {
    * Marks committed after the DELETE survive for the next run. Returns the rows written.
    *
    * A day whose partition is gone has no events and writes nothing: its rollups stay as they were.
+   *
+   * At most `maxNames` event names get rows (those with the most events across both modes, ties
+   * by name); the total rows still count every event. Rows of the day that this computation did
+   * not write (a name that fell out of the top) are deleted, so a day never holds more.
    */
-  async recomputeDay(runner: QueryRunner, appId: string, day: string): Promise<number> {
+  async recomputeDay(runner: QueryRunner, appId: string, day: string, maxNames: number): Promise<number> {
     await runner.startTransaction('READ COMMITTED');
     try {
       await runner.query(`SET LOCAL statement_timeout = '${RECOMPUTE_STATEMENT_TIMEOUT}'`);
@@ -160,17 +164,24 @@ export class RollupComputationRepository {
       const result = await runner.query(
         `INSERT INTO rollups AS r (app_id, day, is_test_mode, event_name, events, unique_users,
                                    unique_sessions, fv_count, fv_sum, fv_min, fv_max, computed_at)
-         SELECT $1::uuid, $2::date, is_test_mode,
-                CASE WHEN GROUPING(event_name) = 1 THEN '' ELSE event_name END,
-                count(*), count(DISTINCT anonymous_user_id), count(DISTINCT session_id),
-                count(float_value),
-                greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision,
-                min(float_value), max(float_value), now()
+         SELECT app_id, day, is_test_mode, name, events, unique_users, unique_sessions,
+                fv_count, fv_sum, fv_min, fv_max, computed_at
+           FROM (SELECT g.*, dense_rank() OVER (PARTITION BY name = '' ORDER BY name_events DESC, name) AS name_rank
+                   FROM (
+         SELECT $1::uuid AS app_id, $2::date AS day, is_test_mode,
+                CASE WHEN GROUPING(event_name) = 1 THEN '' ELSE event_name END AS name,
+                count(*) AS events, count(DISTINCT anonymous_user_id) AS unique_users,
+                count(DISTINCT session_id) AS unique_sessions, count(float_value) AS fv_count,
+                greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
+                min(float_value) AS fv_min, max(float_value) AS fv_max, now() AS computed_at,
+                sum(count(*)) OVER (PARTITION BY GROUPING(event_name), event_name) AS name_events
            FROM events
           WHERE app_id = $1::uuid
             AND ts >= ($2::date::timestamp AT TIME ZONE 'UTC')
             AND ts < (($2::date + 1)::timestamp AT TIME ZONE 'UTC')
           GROUP BY GROUPING SETS ((is_test_mode, event_name), (is_test_mode))
+                   ) g) ranked
+          WHERE name = '' OR name_rank <= $3
          ON CONFLICT (app_id, day, is_test_mode, event_name) DO UPDATE
             SET events = EXCLUDED.events,
                 unique_users = EXCLUDED.unique_users,
@@ -180,11 +191,19 @@ export class RollupComputationRepository {
                 fv_min = EXCLUDED.fv_min,
                 fv_max = EXCLUDED.fv_max,
                 computed_at = EXCLUDED.computed_at`,
-        [appId, day],
+        [appId, day, maxNames],
         true,
       );
+      const written = result.affected ?? 0;
+      if (written > 0) {
+        // now() is the transaction's start, so this keeps exactly the rows written above.
+        await runner.query(
+          `DELETE FROM rollups WHERE app_id = $1 AND day = $2::date AND computed_at < now()`,
+          [appId, day],
+        );
+      }
       await runner.commitTransaction();
-      return result.affected ?? 0;
+      return written;
     } catch (err) {
       await runner.rollbackTransaction().catch(() => undefined);
       throw err;

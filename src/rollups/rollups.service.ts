@@ -188,7 +188,7 @@ export class RollupsService implements BeforeApplicationShutdown {
     let done = 0;
     for (const { appId, day } of days) {
       if (this.stopping) break;
-      rows += await this.computation.recomputeDay(runner, appId, day);
+      rows += await this.computation.recomputeDay(runner, appId, day, this.config.ingestMaxEventNamesPerDay);
       done++;
     }
     if (done) this.logger.log(`recomputed ${done} app-days, ${rows} rollup rows`);
