@@ -68,10 +68,13 @@ function buildRollups(dataSource: DataSource, config: AppConfig): RollupsService
     require('../rollups/rollup.repository') as typeof import('../rollups/rollup.repository');
   const { RollupComputationRepository } =
     require('../rollups/rollup-computation.repository') as typeof import('../rollups/rollup-computation.repository');
+  const { CursorSecretRepository } =
+    require('../common/reads/cursor-secret.repository') as typeof import('../common/reads/cursor-secret.repository');
   return new RollupsService(
     new RollupRepository(dataSource),
     new RollupComputationRepository(dataSource),
     config,
+    new CursorSecretRepository(dataSource),
   );
 }
 

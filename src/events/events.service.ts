@@ -7,6 +7,7 @@ import { EventFilters, EventRepository, EventRow } from './event.repository';
 import type { EventRecordDto } from './event-record.dto';
 import { DEFAULT_LIMIT, ListEventsQueryDto } from './list-events-query.dto';
 import { parseInstant } from '@app/common/reads/time-params';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 
 export interface EventsPage {
   events: EventRecordDto[];
@@ -40,9 +41,10 @@ function toRecord(row: EventRow): EventRecordDto {
 
 @Injectable()
 export class EventsService {
-  private secret: Promise<Buffer> | null = null;
-
-  constructor(private readonly events: EventRepository) {}
+  constructor(
+    private readonly events: EventRepository,
+    private readonly secrets: CursorSecretRepository,
+  ) {}
 
   async list(query: ListEventsQueryDto): Promise<EventsPage> {
     const appId = normaliseAppId(query.appId);
@@ -67,7 +69,7 @@ export class EventsService {
       filters.toMs ?? null,
       filters.testMode,
     ]);
-    const secret = await this.cursorSecret();
+    const secret = await this.secrets.cursorSecret();
     let after = null;
     if (query.cursor !== undefined) {
       after = decodeCursor(secret, binding, query.cursor);
@@ -87,14 +89,5 @@ export class EventsService {
         ? encodeCursor(secret, binding, { receivedUs: BigInt(last.received_us), id: BigInt(last.id) })
         : null;
     return { events: page.map(toRecord), nextCursor };
-  }
-
-  /** The signing key never changes while the service runs: read it once. */
-  private cursorSecret(): Promise<Buffer> {
-    this.secret ??= this.events.cursorSecret().catch((err: unknown) => {
-      this.secret = null;
-      throw err;
-    });
-    return this.secret;
   }
 }

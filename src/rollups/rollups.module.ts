@@ -7,11 +7,18 @@ import { RollupComputationRepository } from './rollup-computation.repository';
 import { RollupRepository } from './rollup.repository';
 import { RollupsScheduler } from './rollups.scheduler';
 import { RollupsService } from './rollups.service';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 
 @Module({
   imports: [AuthModule, RateLimitModule, MetricsModule],
   controllers: [RollupsController],
-  providers: [RollupRepository, RollupComputationRepository, RollupsService, RollupsScheduler],
+  providers: [
+    RollupRepository,
+    RollupComputationRepository,
+    RollupsService,
+    RollupsScheduler,
+    CursorSecretRepository,
+  ],
   exports: [RollupsService],
 })
 export class RollupsModule {}

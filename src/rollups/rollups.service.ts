@@ -8,6 +8,8 @@ import { invalidQuery } from '@app/common/query-validation.pipe';
 import { addDays, daySpan, parseUtcDate } from '@app/common/reads/time-params';
 import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
 import { RollupRepository, RollupRow } from './rollup.repository';
+import { decodeRollupCursor, encodeRollupCursor, RollupPosition } from './rollup-cursor';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 import type { ListRollupsQueryDto } from './list-rollups-query.dto';
 import type { RollupRecordDto } from './rollup-record.dto';
 
@@ -32,6 +34,13 @@ export interface RunResult {
   lagSeconds?: number;
   /** True when shutdown stopped the run before every pending day was done. */
   abandoned?: boolean;
+}
+
+/** One answer of GET /api/v1/rollups. */
+export interface RollupsPage {
+  rollups: RollupRecordDto[];
+  /** Cursor of the next page, or null on the last one. */
+  nextCursor: string | null;
 }
 
 export const DEFAULT_RANGE_DAYS = 30;
@@ -66,6 +75,47 @@ function toRecord(appId: string, row: RollupRow): RollupRecordDto {
   };
 }
 
+/** The first and last day of a rollups query: `range`, or `fromDate`/`toDate` with their defaults. */
+function resolveDays(query: ListRollupsQueryDto, now: number): { fromDate: string; toDate: string } {
+  const today = utcDateString(now);
+  if (query.range !== undefined && (query.fromDate !== undefined || query.toDate !== undefined)) {
+    const field = query.fromDate !== undefined ? 'fromDate' : 'toDate';
+    throw invalidQuery([
+      { field: 'range', code: 'conflict', message: `range cannot be combined with ${field}` },
+    ]);
+  }
+  let fromDate: string;
+  let toDate: string;
+  if (query.range !== undefined) {
+    const days = Number(query.range.slice(0, -1));
+    if (days > MAX_SPAN_DAYS) {
+      throw invalidQuery([
+        { field: 'range', code: 'out_of_range', message: `range must be 1d to ${MAX_SPAN_DAYS}d` },
+      ]);
+    }
+    toDate = today;
+    fromDate = addDays(today, -(days - 1));
+  } else {
+    toDate = query.toDate ?? today;
+    fromDate = query.fromDate ?? addDays(toDate, -(DEFAULT_RANGE_DAYS - 1));
+  }
+  if (fromDate > toDate) {
+    throw invalidQuery([
+      { field: 'fromDate', code: 'invalid_range', message: 'fromDate must not be after toDate' },
+    ]);
+  }
+  if (daySpan(fromDate, toDate) > MAX_SPAN_DAYS) {
+    throw invalidQuery([
+      {
+        field: 'fromDate',
+        code: 'span_too_long',
+        message: `the range from fromDate to toDate spans more than ${MAX_SPAN_DAYS} days`,
+      },
+    ]);
+  }
+  return { fromDate, toDate };
+}
+
 @Injectable()
 export class RollupsService implements BeforeApplicationShutdown {
   private readonly logger = new Logger(RollupsService.name);
@@ -76,54 +126,56 @@ export class RollupsService implements BeforeApplicationShutdown {
     private readonly rollups: RollupRepository,
     private readonly computation: RollupComputationRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly secrets: CursorSecretRepository,
   ) {}
 
-  /** GET /api/v1/rollups. */
-  async list(query: ListRollupsQueryDto, now = Date.now()): Promise<RollupRecordDto[]> {
-    const today = utcDateString(now);
-    if (query.range !== undefined && (query.fromDate !== undefined || query.toDate !== undefined)) {
-      const field = query.fromDate !== undefined ? 'fromDate' : 'toDate';
-      throw invalidQuery([
-        { field: 'range', code: 'conflict', message: `range cannot be combined with ${field}` },
-      ]);
-    }
-    let fromDate: string;
-    let toDate: string;
-    if (query.range !== undefined) {
-      const days = Number(query.range.slice(0, -1));
-      if (days > MAX_SPAN_DAYS) {
-        throw invalidQuery([
-          { field: 'range', code: 'out_of_range', message: `range must be 1d to ${MAX_SPAN_DAYS}d` },
-        ]);
-      }
-      toDate = today;
-      fromDate = addDays(today, -(days - 1));
-    } else {
-      toDate = query.toDate ?? today;
-      fromDate = query.fromDate ?? addDays(toDate, -(DEFAULT_RANGE_DAYS - 1));
-    }
-    if (fromDate > toDate) {
-      throw invalidQuery([
-        { field: 'fromDate', code: 'invalid_range', message: 'fromDate must not be after toDate' },
-      ]);
-    }
-    if (daySpan(fromDate, toDate) > MAX_SPAN_DAYS) {
-      throw invalidQuery([
-        {
-          field: 'fromDate',
-          code: 'span_too_long',
-          message: `the range from fromDate to toDate spans more than ${MAX_SPAN_DAYS} days`,
-        },
-      ]);
-    }
+  /**
+   * GET /api/v1/rollups: one page of at most ROLLUPS_MAX_ROWS rows, and the cursor of the next
+   * one. The cursor is bound to the query as sent (a `range` rather than the days it meant), so
+   * a client paging across midnight keeps going instead of getting a 400.
+   */
+  async list(query: ListRollupsQueryDto, now = Date.now()): Promise<RollupsPage> {
+    const { fromDate, toDate } = resolveDays(query, now);
     const appId = normaliseAppId(query.appId);
-    const rows = await this.rollups.list(appId, {
-      fromDate,
-      toDate,
-      eventName: query.eventName,
-      testMode: query.testMode ?? 'false',
-    });
-    return rows.map((row) => toRecord(appId, row));
+    const testMode = query.testMode ?? 'false';
+    const binding = JSON.stringify([
+      'rollups',
+      appId,
+      query.fromDate ?? null,
+      query.toDate ?? null,
+      query.range ?? null,
+      query.eventName ?? null,
+      testMode,
+    ]);
+    const secret = await this.secrets.cursorSecret();
+    let after: RollupPosition | null = null;
+    if (query.cursor !== undefined) {
+      after = decodeRollupCursor(secret, binding, query.cursor);
+      if (!after) {
+        throw new AppError(
+          'invalid_cursor',
+          'The cursor is malformed, was altered, or belongs to a query with other parameters.',
+        );
+      }
+    }
+    const limit = this.config.rollupsMaxRows;
+    const rows = await this.rollups.list(
+      appId,
+      { fromDate, toDate, eventName: query.eventName, testMode },
+      after,
+      limit + 1,
+    );
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    const nextCursor =
+      rows.length > limit
+        ? encodeRollupCursor(secret, binding, {
+            day: last.day,
+            eventName: last.eventName,
+            isTestMode: last.isTestMode,
+          })
+        : null;
+    return { rollups: page.map((row) => toRecord(appId, row)), nextCursor };
   }
 
   /**
