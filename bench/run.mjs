@@ -9,7 +9,9 @@
 // cluster running afterwards, for inspection), --profile (write a V8 CPU profile of the ingest
 // server to bench/.cache/profiles/ and list its hottest functions), --cli (only the admin CLI's
 // timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --pair (two
-// builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json).
+// builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json),
+// --name-bound (the ingest CPU cost of INGEST_MAX_EVENT_NAMES_PER_DAY alone, bench/scenarios/name-bound.mjs,
+// the `nameBound` section of latest.json).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -40,8 +42,11 @@ import { validationPhase } from './scenarios/validation.mjs';
 import { budgetOf } from './scenarios/budget.mjs';
 import { robustnessMode } from './scenarios/robustness.mjs';
 import { pairMode } from './scenarios/pair.mjs';
+import { nameBoundMode } from './scenarios/name-bound.mjs';
 
 async function main() {
+  // CPU per event of the name bound, in this process: no database, no server.
+  if (flags['name-bound']) return nameBoundMode();
   fs.mkdirSync(CACHE, { recursive: true });
   fs.mkdirSync(path.join(BENCH, 'results'), { recursive: true });
   const dist = await snapshotDist();

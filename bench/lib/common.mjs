@@ -24,6 +24,8 @@ export const { values: flags } = parseArgs({
     cli: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
+    // The ingest cost of the event-name bound alone (bench/scenarios/name-bound.mjs).
+    'name-bound': { type: 'boolean', default: false },
     // Paired A/B of two builds (bench/scenarios/pair.mjs).
     pair: { type: 'boolean', default: false },
     a: { type: 'string' },
