@@ -13,8 +13,8 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { EVENT_NAMES, makeEvent, rng } from '../lib/events.mjs';
 import { ROOT, BENCH, log, QUICK } from '../lib/common.mjs';
+import { requestRules } from '../lib/validation.mjs';
 
-const DAY_MS = 86_400_000;
 const BATCH = 100;
 const TARGET_US = 0.2;
 
@@ -107,13 +107,7 @@ function benchValidator(classes, now, { batches, rounds, flood }) {
   const text = JSON.stringify(data);
   const bound = newBound(EventNameBound, 2000);
   const rules = (withBound) => ({
-    receivedAt: now,
-    skewMs: 0,
-    oldestTs: now - 7 * DAY_MS,
-    maxEventBytes: 32_768,
-    piiPolicy: 'redact',
-    forceTestMode: false,
-    pseudonymise: (kind, value) => `hmac:${kind}:${value.length}`,
+    ...requestRules(now),
     maxIssuesListed: 100,
     eventNames: withBound ? bound.forApp('app', now) : undefined,
   });

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { AppError } from '@app/common/app-error';
 import { normaliseAppId } from '@app/common/ids';
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { decodeCursor, encodeCursor } from './cursor';
@@ -8,6 +7,7 @@ import type { EventRecordDto } from './event-record.dto';
 import { DEFAULT_LIMIT, ListEventsQueryDto } from './list-events-query.dto';
 import { parseInstant } from '@app/common/reads/time-params';
 import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { cursorPosition } from '@app/common/reads/signed-cursor';
 
 export interface EventsPage {
   events: EventRecordDto[];
@@ -70,16 +70,7 @@ export class EventsService {
       filters.testMode,
     ]);
     const secret = await this.secrets.cursorSecret();
-    let after = null;
-    if (query.cursor !== undefined) {
-      after = decodeCursor(secret, binding, query.cursor);
-      if (!after) {
-        throw new AppError(
-          'invalid_cursor',
-          'The cursor is malformed, was altered, or belongs to a query with other parameters.',
-        );
-      }
-    }
+    const after = cursorPosition(query.cursor, (token) => decodeCursor(secret, binding, token));
     const limit = query.limit ?? DEFAULT_LIMIT;
     const rows = await this.events.page(appId, filters, after, limit + 1);
     const page = rows.slice(0, limit);

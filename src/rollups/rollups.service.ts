@@ -8,8 +8,9 @@ import { invalidQuery } from '@app/common/query-validation.pipe';
 import { addDays, daySpan, parseUtcDate } from '@app/common/reads/time-params';
 import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
 import { RollupRepository, RollupRow } from './rollup.repository';
-import { decodeRollupCursor, encodeRollupCursor, RollupPosition } from './rollup-cursor';
+import { decodeRollupCursor, encodeRollupCursor } from './rollup-cursor';
 import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { cursorPosition } from '@app/common/reads/signed-cursor';
 import type { ListRollupsQueryDto } from './list-rollups-query.dto';
 import type { RollupRecordDto } from './rollup-record.dto';
 
@@ -148,16 +149,7 @@ export class RollupsService implements BeforeApplicationShutdown {
       testMode,
     ]);
     const secret = await this.secrets.cursorSecret();
-    let after: RollupPosition | null = null;
-    if (query.cursor !== undefined) {
-      after = decodeRollupCursor(secret, binding, query.cursor);
-      if (!after) {
-        throw new AppError(
-          'invalid_cursor',
-          'The cursor is malformed, was altered, or belongs to a query with other parameters.',
-        );
-      }
-    }
+    const after = cursorPosition(query.cursor, (token) => decodeRollupCursor(secret, binding, token));
     const limit = this.config.rollupsMaxRows;
     const rows = await this.rollups.list(
       appId,

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { AppError } from '@app/common/app-error';
 
 const MAC_BYTES = 16;
 
@@ -38,4 +39,17 @@ export function openCursor(
   const body = raw.subarray(0, raw.length - MAC_BYTES);
   if (!timingSafeEqual(raw.subarray(body.length), mac(secret, binding, body))) return null;
   return body;
+}
+
+/** The position a request's `cursor` names: null without one (the first page), else 400 `invalid_cursor`. */
+export function cursorPosition<P>(token: string | undefined, decode: (token: string) => P | null): P | null {
+  if (token === undefined) return null;
+  const position = decode(token);
+  if (position === null) {
+    throw new AppError(
+      'invalid_cursor',
+      'The cursor is malformed, was altered, or belongs to a query with other parameters.',
+    );
+  }
+  return position;
 }
