@@ -35,11 +35,17 @@ interface DayNames {
 export class EventNameBound {
   private readonly apps = new Map<string, Map<number, DayNames>>();
   private oldestKept = 0;
+  private readonly message: string;
 
   constructor(
     private readonly options: EventNameBoundOptions,
     private readonly load: DayNamesLoader,
-  ) {}
+  ) {
+    this.message =
+      `This app has reached its limit of ${options.limit} distinct event names for the UTC day of this ` +
+      'event (INGEST_MAX_EVENT_NAMES_PER_DAY): an event with a new name is rejected until the day ' +
+      'ends, while events with names already seen that day are accepted.';
+  }
 
   get limit(): number {
     return this.options.limit;
@@ -58,10 +64,7 @@ export class EventNameBound {
     let lastDay = NaN;
     let current: DayNames | undefined;
     return {
-      message:
-        `This app has reached its limit of ${limit} distinct event names for the UTC day of this ` +
-        'event (INGEST_MAX_EVENT_NAMES_PER_DAY): an event with a new name is rejected until the day ' +
-        'ends, while events with names already seen that day are accepted.',
+      message: this.message,
       admit: (name: string, ts: number): boolean => {
         const day = Math.floor(ts / DAY_MS);
         if (day !== lastDay) {
