@@ -7,7 +7,7 @@ import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { addDays, daySpan, parseUtcDate } from '@app/common/reads/time-params';
 import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
-import { RollupRepository, RollupRow } from './rollup.repository';
+import { RollupFilters, RollupRepository, RollupRow } from './rollup.repository';
 import { decodeRollupCursor, encodeRollupCursor } from './rollup-cursor';
 import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 import { cursorPosition } from '@app/common/reads/signed-cursor';
@@ -76,47 +76,6 @@ function toRecord(appId: string, row: RollupRow): RollupRecordDto {
   };
 }
 
-/** The first and last day of a rollups query: `range`, or `fromDate`/`toDate` with their defaults. */
-function resolveDays(query: ListRollupsQueryDto, now: number): { fromDate: string; toDate: string } {
-  const today = utcDateString(now);
-  if (query.range !== undefined && (query.fromDate !== undefined || query.toDate !== undefined)) {
-    const field = query.fromDate !== undefined ? 'fromDate' : 'toDate';
-    throw invalidQuery([
-      { field: 'range', code: 'conflict', message: `range cannot be combined with ${field}` },
-    ]);
-  }
-  let fromDate: string;
-  let toDate: string;
-  if (query.range !== undefined) {
-    const days = Number(query.range.slice(0, -1));
-    if (days > MAX_SPAN_DAYS) {
-      throw invalidQuery([
-        { field: 'range', code: 'out_of_range', message: `range must be 1d to ${MAX_SPAN_DAYS}d` },
-      ]);
-    }
-    toDate = today;
-    fromDate = addDays(today, -(days - 1));
-  } else {
-    toDate = query.toDate ?? today;
-    fromDate = query.fromDate ?? addDays(toDate, -(DEFAULT_RANGE_DAYS - 1));
-  }
-  if (fromDate > toDate) {
-    throw invalidQuery([
-      { field: 'fromDate', code: 'invalid_range', message: 'fromDate must not be after toDate' },
-    ]);
-  }
-  if (daySpan(fromDate, toDate) > MAX_SPAN_DAYS) {
-    throw invalidQuery([
-      {
-        field: 'fromDate',
-        code: 'span_too_long',
-        message: `the range from fromDate to toDate spans more than ${MAX_SPAN_DAYS} days`,
-      },
-    ]);
-  }
-  return { fromDate, toDate };
-}
-
 @Injectable()
 export class RollupsService implements BeforeApplicationShutdown {
   private readonly logger = new Logger(RollupsService.name);
@@ -136,9 +95,57 @@ export class RollupsService implements BeforeApplicationShutdown {
    * a client paging across midnight keeps going instead of getting a 400.
    */
   async list(query: ListRollupsQueryDto, now = Date.now()): Promise<RollupsPage> {
-    const { fromDate, toDate } = resolveDays(query, now);
+    const today = utcDateString(now);
+    if (query.range !== undefined && (query.fromDate !== undefined || query.toDate !== undefined)) {
+      const field = query.fromDate !== undefined ? 'fromDate' : 'toDate';
+      throw invalidQuery([
+        { field: 'range', code: 'conflict', message: `range cannot be combined with ${field}` },
+      ]);
+    }
+    let fromDate: string;
+    let toDate: string;
+    if (query.range !== undefined) {
+      const days = Number(query.range.slice(0, -1));
+      if (days > MAX_SPAN_DAYS) {
+        throw invalidQuery([
+          { field: 'range', code: 'out_of_range', message: `range must be 1d to ${MAX_SPAN_DAYS}d` },
+        ]);
+      }
+      toDate = today;
+      fromDate = addDays(today, -(days - 1));
+    } else {
+      toDate = query.toDate ?? today;
+      fromDate = query.fromDate ?? addDays(toDate, -(DEFAULT_RANGE_DAYS - 1));
+    }
+    if (fromDate > toDate) {
+      throw invalidQuery([
+        { field: 'fromDate', code: 'invalid_range', message: 'fromDate must not be after toDate' },
+      ]);
+    }
+    if (daySpan(fromDate, toDate) > MAX_SPAN_DAYS) {
+      throw invalidQuery([
+        {
+          field: 'fromDate',
+          code: 'span_too_long',
+          message: `the range from fromDate to toDate spans more than ${MAX_SPAN_DAYS} days`,
+        },
+      ]);
+    }
     const appId = normaliseAppId(query.appId);
-    const testMode = query.testMode ?? 'false';
+    return this.page(appId, query, {
+      fromDate,
+      toDate,
+      eventName: query.eventName,
+      testMode: query.testMode ?? 'false',
+    });
+  }
+
+  /** One page of the rows that `filters` select, strictly after the query's cursor. */
+  private async page(
+    appId: string,
+    query: ListRollupsQueryDto,
+    filters: RollupFilters,
+  ): Promise<RollupsPage> {
     const binding = JSON.stringify([
       'rollups',
       appId,
@@ -146,17 +153,12 @@ export class RollupsService implements BeforeApplicationShutdown {
       query.toDate ?? null,
       query.range ?? null,
       query.eventName ?? null,
-      testMode,
+      filters.testMode,
     ]);
     const secret = await this.secrets.cursorSecret();
     const after = cursorPosition(query.cursor, (token) => decodeRollupCursor(secret, binding, token));
     const limit = this.config.rollupsMaxRows;
-    const rows = await this.rollups.list(
-      appId,
-      { fromDate, toDate, eventName: query.eventName, testMode },
-      after,
-      limit + 1,
-    );
+    const rows = await this.rollups.list(appId, filters, after, limit + 1);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     const nextCursor =
