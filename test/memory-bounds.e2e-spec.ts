@@ -210,4 +210,29 @@ describe('one tenant cannot exhaust the memory of a server with the production h
         `peak RSS ${peakMb.toFixed(0)} MB\n`,
     );
   }, 300_000);
+  it('pages the 30-day view of 200,000 rollup rows stored before the bound, as after a restart', async () => {
+    // What the unbounded flood left behind: 200,000 rows of 150-character names over three days.
+    // Without paging, a 30-day read of them ran the server out of heap on every start.
+    const flooded = await makeTenant(t.app);
+    const other = await makeTenant(t.app);
+    const now = Date.now();
+    await t.db.query(
+      `INSERT INTO rollups (app_id, day, is_test_mode, event_name, events, unique_users, unique_sessions,
+                            fv_count, computed_at)
+       SELECT $1, $2::date - (g % 3), false, rpad(g::text || '.', 150, 'x'), 1, 1, 1, 0, now()
+         FROM generate_series(1, 200000) AS g`,
+      [flooded.appId, utcDateString(now)],
+    );
+    stop.done = false;
+    const watching = victim(other, stop);
+    const all = await readAllRollups(flooded, 'range=30d');
+    expect(all).toEqual({ rows: 200_000, pages: 40 });
+    const page = await fetch(`${server.base}/dashboard`);
+    expect(page.status).toBe(200);
+    stop.done = true;
+    const statuses = await watching;
+    expect(statuses.length).toBeGreaterThan(2);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect(server.child.exitCode).toBeNull();
+  }, 300_000);
 });
