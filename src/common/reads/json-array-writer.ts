@@ -12,6 +12,8 @@ export async function writeJsonArray(res: Response, items: readonly unknown[]): 
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   let open = '[';
   for (let i = 0; i < items.length; i += ITEMS_PER_CHUNK) {
+    // The client went away: nothing more to send.
+    if (res.destroyed) return;
     const chunk = items.slice(i, i + ITEMS_PER_CHUNK).map((item) => JSON.stringify(item));
     if (!res.write(open + chunk.join(','))) await drained(res);
     open = ',';
