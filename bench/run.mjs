@@ -15,7 +15,9 @@
 // against reads on the primary, bench/scenarios/replica.mjs, recorded in the `replica` section),
 // --timezones [--tz-events <n>] (only the app time zone figures, bench/scenarios/timezones.mjs, in
 // the `timezones` section of latest.json), --noisy-neighbours (one key's expensive reads or stalled
-// uploads against another app's latency, bench/scenarios/noisy-neighbours.mjs).
+// uploads against another app's latency, bench/scenarios/noisy-neighbours.mjs), --name-bound (the
+// ingest CPU cost of INGEST_MAX_EVENT_NAMES_PER_DAY alone, bench/scenarios/name-bound.mjs, the
+// `nameBound` section of latest.json).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -46,8 +48,11 @@ import { validationPhase } from './scenarios/validation.mjs';
 import { budgetOf } from './scenarios/budget.mjs';
 import { robustnessMode } from './scenarios/robustness.mjs';
 import { pairMode } from './scenarios/pair.mjs';
+import { nameBoundMode } from './scenarios/name-bound.mjs';
 
 async function main() {
+  // CPU per event of the name bound, in this process: no database, no server.
+  if (flags['name-bound']) return nameBoundMode();
   fs.mkdirSync(CACHE, { recursive: true });
   fs.mkdirSync(path.join(BENCH, 'results'), { recursive: true });
   const dist = await snapshotDist();

@@ -33,6 +33,8 @@ export const { values: flags } = parseArgs({
     // One key's expensive reads or stalled uploads against another app (noisy-neighbours.mjs).
     'noisy-neighbours': { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
+    // The ingest cost of the event-name bound alone (bench/scenarios/name-bound.mjs).
+    'name-bound': { type: 'boolean', default: false },
     // Paired A/B of two builds (bench/scenarios/pair.mjs).
     pair: { type: 'boolean', default: false },
     a: { type: 'string' },

@@ -9,6 +9,19 @@ import { INVALID_KINDS, makeEvent, makeInvalidEvent } from './events.mjs';
 const DAY_MS = 86_400_000;
 const BATCH = 100;
 
+/** The rules of one request's validator: the default limits and PII policy. */
+export function requestRules(now) {
+  return {
+    receivedAt: now,
+    skewMs: 0,
+    oldestTs: now - 7 * DAY_MS,
+    maxEventBytes: 32_768,
+    piiPolicy: 'redact',
+    forceTestMode: false,
+    pseudonymise: (kind, value) => `hmac:${kind}:${value.length}`,
+  };
+}
+
 /** The hot-path event validator from the build; null when the build has none. */
 export async function loadValidator(dist) {
   const file = path.join(dist, 'src', 'ingest', 'event-validator.js');
@@ -19,15 +32,7 @@ export async function loadValidator(dist) {
     name: 'EventValidator (src/ingest/event-validator.ts)',
     /** A validator for one request, with the default limits and PII policy. */
     forBatch(now) {
-      const validator = new EventValidator({
-        receivedAt: now,
-        skewMs: 0,
-        oldestTs: now - 7 * DAY_MS,
-        maxEventBytes: 32_768,
-        piiPolicy: 'redact',
-        forceTestMode: false,
-        pseudonymise: (kind, value) => `hmac:${kind}:${value.length}`,
-      });
+      const validator = new EventValidator(requestRules(now));
       return (event, index) => validator.validate(event, index) !== null;
     },
   };

@@ -79,6 +79,8 @@ function buildRollups(dataSource: DataSource, config: AppConfig, audit: AuditSer
     require('../rollups/rezone.repository') as typeof import('../rollups/rezone.repository');
   const { RezoneService } =
     require('../rollups/rezone.service') as typeof import('../rollups/rezone.service');
+  const { CursorSecretRepository } =
+    require('../common/reads/cursor-secret.repository') as typeof import('../common/reads/cursor-secret.repository');
   const computation = new RollupComputationRepository(dataSource);
   const rezone = new RezoneService(computation, new RezoneRepository(dataSource), config, audit);
   // The CLI reads the primary.
@@ -87,6 +89,7 @@ function buildRollups(dataSource: DataSource, config: AppConfig, audit: AuditSer
     computation,
     config,
     rezone,
+    new CursorSecretRepository(dataSource),
   );
 }
 

@@ -58,6 +58,8 @@ export interface AppConfig {
   ingestWriteConcurrency: number;
   /** The most events one ingest statement takes from waiting requests; a larger request goes alone. */
   ingestWriteMaxEvents: number;
+  /** Distinct event names one app may send per (UTC) day; events with a further new name are rejected. */
+  ingestMaxEventNamesPerDay: number;
   piiPolicy: PiiPolicy;
 
   rateWindowMs: number;
@@ -76,6 +78,8 @@ export interface AppConfig {
 
   rollupsEnabled: boolean;
   rollupIntervalSeconds: number;
+  /** The most rows one GET /api/v1/rollups answer holds; more come through the cursor. */
+  rollupsMaxRows: number;
   eventRetentionDays: number;
   partitionsAheadDays: number;
   /** How often the lookup indexes of the days ingest writes get their new ranges summarized; 0: never. */
@@ -316,6 +320,7 @@ function readConfig(env: Env): AppConfig {
       200,
     ),
     ingestWriteMaxEvents: int(env, 'INGEST_WRITE_MAX_EVENTS', 1000, 1, 100_000),
+    ingestMaxEventNamesPerDay: int(env, 'INGEST_MAX_EVENT_NAMES_PER_DAY', 2_000, 1, 1_000_000),
     piiPolicy: oneOf(env, 'PII_POLICY', PII_POLICIES, 'redact'),
 
     rateWindowMs,
@@ -336,6 +341,7 @@ function readConfig(env: Env): AppConfig {
 
     rollupsEnabled: bool(env, 'ROLLUPS_ENABLED', true),
     rollupIntervalSeconds: int(env, 'ROLLUP_INTERVAL_SECONDS', 60, 1, 86_400),
+    rollupsMaxRows: int(env, 'ROLLUPS_MAX_ROWS', 5_000, 1, 100_000),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 90, 1, 3650),
     partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 3, 1, 60),
     lookupSummaryIntervalMs: int(env, 'LOOKUP_SUMMARY_INTERVAL_MS', 2_000, 0, 3_600_000),

@@ -48,15 +48,6 @@ function microsLiteral(us: bigint): string {
 export class EventRepository {
   constructor(private readonly read: ReadDatabase) {}
 
-  /** The shared secret that signs cursors. */
-  async cursorSecret(): Promise<Buffer> {
-    const rows = (await this.read.run((db) =>
-      db.query(`SELECT value FROM server_secrets WHERE name = 'cursor'`),
-    )) as { value: Buffer }[];
-    if (!rows.length) throw new Error('server_secrets has no cursor row');
-    return rows[0].value;
-  }
-
   /**
    * One page of an app's events, newest first by (received_at, id), strictly after `after`.
    * The order matches the (app_id, received_at DESC, id DESC) indexes, and `from`/`to` bound

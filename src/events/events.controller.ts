@@ -7,6 +7,7 @@ import { EventRecordDto } from './event-record.dto';
 import { EventsService } from './events.service';
 import { ListEventsQueryDto } from './list-events-query.dto';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
+import { setNextPageHeaders } from '@app/common/reads/next-page';
 
 @ApiTags(API_TAGS.events)
 @Controller('api/v1/events')
@@ -34,15 +35,7 @@ export class EventsController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<EventRecordDto[]> {
     const page = await this.events.list(query);
-    if (page.nextCursor) {
-      const next = new URLSearchParams();
-      for (const [name, value] of Object.entries(query)) {
-        if (name !== 'cursor' && value !== undefined) next.set(name, String(value));
-      }
-      next.set('cursor', page.nextCursor);
-      res.setHeader('Link', `</api/v1/events?${next.toString()}>; rel="next"`);
-      res.setHeader('X-Next-Cursor', page.nextCursor);
-    }
+    setNextPageHeaders(res, '/api/v1/events', query, page.nextCursor);
     return page.events;
   }
 }

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import { AppError } from '@app/common/app-error';
 import { normaliseAppId } from '@app/common/ids';
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { presentEventId } from '@app/common/event-ids';
@@ -8,6 +7,8 @@ import { EventFilters, EventRepository, EventRow } from './event.repository';
 import type { EventRecordDto } from './event-record.dto';
 import { DEFAULT_LIMIT, ListEventsQueryDto } from './list-events-query.dto';
 import { parseInstant } from '@app/common/reads/time-params';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { cursorPosition } from '@app/common/reads/signed-cursor';
 
 export interface EventsPage {
   events: EventRecordDto[];
@@ -41,9 +42,10 @@ function toRecord(secret: Buffer, row: EventRow): EventRecordDto {
 
 @Injectable()
 export class EventsService {
-  private secret: Promise<Buffer> | null = null;
-
-  constructor(private readonly events: EventRepository) {}
+  constructor(
+    private readonly events: EventRepository,
+    private readonly secrets: CursorSecretRepository,
+  ) {}
 
   async list(query: ListEventsQueryDto): Promise<EventsPage> {
     const appId = normaliseAppId(query.appId);
@@ -68,17 +70,8 @@ export class EventsService {
       filters.toMs ?? null,
       filters.testMode,
     ]);
-    const secret = await this.cursorSecret();
-    let after = null;
-    if (query.cursor !== undefined) {
-      after = decodeCursor(secret, appId, binding, query.cursor);
-      if (!after) {
-        throw new AppError(
-          'invalid_cursor',
-          'The cursor is malformed, was altered, or belongs to a query with other parameters.',
-        );
-      }
-    }
+    const secret = await this.secrets.cursorSecret();
+    const after = cursorPosition(query.cursor, (token) => decodeCursor(secret, appId, binding, token));
     const limit = query.limit ?? DEFAULT_LIMIT;
     const rows = await this.events.page(appId, filters, after, limit + 1);
     const page = rows.slice(0, limit);
@@ -88,14 +81,5 @@ export class EventsService {
         ? encodeCursor(secret, appId, binding, { receivedUs: BigInt(last.received_us), id: BigInt(last.id) })
         : null;
     return { events: page.map((row) => toRecord(secret, row)), nextCursor };
-  }
-
-  /** The signing key never changes while the service runs: read it once. */
-  private cursorSecret(): Promise<Buffer> {
-    this.secret ??= this.events.cursorSecret().catch((err: unknown) => {
-      this.secret = null;
-      throw err;
-    });
-    return this.secret;
   }
 }

@@ -29,6 +29,14 @@ export interface EventRules {
   pseudonymise(kind: 'email' | 'phone', value: string): string;
   /** The most errors, and the most warnings, the response lists; all are counted. Default: all. */
   maxIssuesListed?: number;
+  /** The per-app bound of distinct event names per day, checked last (an event it refuses is rejected). */
+  eventNames?: EventNameAdmission;
+}
+
+/** Admits an otherwise valid event's name on its day, or refuses it with `message`. */
+export interface EventNameAdmission {
+  admit(eventName: string, ts: number): boolean;
+  readonly message: string;
 }
 
 const CONTEXT_FIELDS = ['platform', 'appVersion', 'buildNumber', 'osVersion', 'deviceModel'] as const;
@@ -182,6 +190,11 @@ export class EventValidator {
     }
     const ts = this.effectiveTime(eventTime);
     if (ts === null) return this.reject();
+    const names = this.rules.eventNames;
+    if (names !== undefined && !names.admit(eventName, ts)) {
+      this.error('eventName', 'too_many_event_names', names.message);
+      return this.reject();
+    }
     const event: AcceptedEvent = {
       index,
       eventId,

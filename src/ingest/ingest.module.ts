@@ -12,6 +12,8 @@ import { IngestWriter } from './ingest-writer';
 import { IngestCpuBudgets } from './ingest-cpu.budget';
 import { DedupRepository } from './dedup.repository';
 import { DedupExpiryService } from './dedup-expiry.service';
+import { EventNameRepository } from './event-name.repository';
+import { EVENT_NAME_BOUND_PROVIDER } from './event-name-bound.provider';
 
 @Module({
   imports: [AuthModule, RateLimitModule, RateLimitStoreModule, MetricsModule],
@@ -24,6 +26,8 @@ import { DedupExpiryService } from './dedup-expiry.service';
     IngestRepository,
     DedupRepository,
     DedupExpiryService,
+    EventNameRepository,
+    EVENT_NAME_BOUND_PROVIDER,
   ],
 })
 export class IngestModule implements OnModuleInit {

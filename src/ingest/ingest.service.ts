@@ -14,6 +14,7 @@ import { CLOCK_SKEW_TOLERANCE_MS, dedupWindowMs, maxEventsPerRequest } from './i
 import { IngestWriter } from './ingest-writer';
 import type { AcceptedEvent, IngestResult } from './ingest.types';
 import { pseudonymise } from './pii';
+import { EventNameBound } from './event-name-bound';
 
 interface Envelope {
   events: unknown[];
@@ -80,6 +81,7 @@ export class IngestService {
     private readonly apps: AppsService,
     private readonly writer: IngestWriter,
     private readonly metrics: MetricsService,
+    private readonly eventNames: EventNameBound,
   ) {}
 
   async ingest(key: RequestKey, body: IngestBody, cpu = new CpuMeter()): Promise<IngestResult> {
@@ -100,6 +102,7 @@ export class IngestService {
       forceTestMode: testMode,
       pseudonymise: (kind, value) => pseudonymise(secret, kind, value),
       maxIssuesListed: this.config.ingestMaxErrorsListed,
+      eventNames: this.eventNames.forApp(appId, receivedAt),
     });
 
     const toStore: AcceptedEvent[] = [];

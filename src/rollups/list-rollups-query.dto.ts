@@ -1,5 +1,5 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsString, Matches } from 'class-validator';
+import { IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { IsRealDate } from '@app/common/reads/query-validators';
 import { AppIdParam, EventNameParam, TestModeParam, TestModeFilter } from '@app/common/reads/query-params';
 
@@ -35,4 +35,10 @@ export class ListRollupsQueryDto {
 
   @TestModeParam()
   testMode?: TestModeFilter;
+
+  @ApiPropertyOptional({ description: 'The X-Next-Cursor of the previous page.', maxLength: 1200 })
+  @IsOptional()
+  @IsString()
+  @MaxLength(1200)
+  cursor?: string;
 }

@@ -176,7 +176,12 @@ export class RezoneService {
       let day = job!.nextDay;
       for (; day <= today; day = addDays(day, 1)) {
         if (stop() || Date.now() - started >= budgetMs) return { days, rows, swapped };
-        rows += await this.computation.recomputeDays(runner, appId, [target(day, job!.zone, 'rezone')]);
+        rows += await this.computation.recomputeDays(
+          runner,
+          appId,
+          [target(day, job!.zone, 'rezone')],
+          this.config.ingestMaxEventNamesPerDay,
+        );
         days++;
       }
       await this.rezone.swap(runner, appId, job!.zone, job!.fromDay);

@@ -169,11 +169,16 @@ export class RollupComputationRepository {
    * written.
    *
    * A day whose partition is gone has no events and writes nothing: its rollups stay as they were.
+   *
+   * At most `maxNames` event names get rows (those with the most events across both modes, ties
+   * by name); the total rows still count every event. Rows of the day that this computation did
+   * not write (a name that fell out of the top) are deleted, so a day never holds more.
    */
   async recomputeDays(
     runner: QueryRunner,
     appId: string,
     days: LocalDayTarget[],
+    maxNames: number,
     consume?: { day: string; zone: string },
   ): Promise<number> {
     await runner.startTransaction('READ COMMITTED');
@@ -186,7 +191,7 @@ export class RollupComputationRepository {
         );
       }
       let rows = 0;
-      for (const target of days) rows += await this.computeDay(runner, appId, target);
+      for (const target of days) rows += await this.computeDay(runner, appId, target, maxNames);
       await runner.commitTransaction();
       return rows;
     } catch (err) {
@@ -195,7 +200,12 @@ export class RollupComputationRepository {
     }
   }
 
-  private async computeDay(runner: QueryRunner, appId: string, target: LocalDayTarget): Promise<number> {
+  private async computeDay(
+    runner: QueryRunner,
+    appId: string,
+    target: LocalDayTarget,
+    maxNames: number,
+  ): Promise<number> {
     const table = target.set === 'served' ? 'rollups' : 'rollups_rezone';
     // The sum runs in numeric so that it is exact and independent of row order; float8
     // addition would make a recomputation differ in the last bits. Finite values can still add
@@ -205,17 +215,23 @@ export class RollupComputationRepository {
       `INSERT INTO ${table} AS r (app_id, day, is_test_mode, event_name, events, unique_users,
                                  unique_sessions, fv_count, fv_sum, fv_min, fv_max, computed_at, timezone,
                                  day_end)
-       SELECT $1::uuid, $2::date, is_test_mode,
-              CASE WHEN GROUPING(event_name) = 1 THEN '' ELSE event_name END,
-              count(*), count(DISTINCT anonymous_user_id), count(DISTINCT session_id),
-              count(float_value),
-              greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision,
-              min(float_value), max(float_value), now(), $3::text, $5::timestamptz
+       SELECT $1::uuid, $2::date, is_test_mode, name, events, unique_users, unique_sessions,
+              fv_count, fv_sum, fv_min, fv_max, now(), $3::text, $5::timestamptz
+         FROM (SELECT g.*, dense_rank() OVER (PARTITION BY name = '' ORDER BY name_events DESC, name) AS name_rank
+                 FROM (
+       SELECT is_test_mode, CASE WHEN GROUPING(event_name) = 1 THEN '' ELSE event_name END AS name,
+              count(*) AS events, count(DISTINCT anonymous_user_id) AS unique_users,
+              count(DISTINCT session_id) AS unique_sessions, count(float_value) AS fv_count,
+              greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
+              min(float_value) AS fv_min, max(float_value) AS fv_max,
+              sum(count(*)) OVER (PARTITION BY GROUPING(event_name), event_name) AS name_events
          FROM events
         WHERE app_id = $1::uuid
           AND ts >= $4::timestamptz
           AND ts < $5::timestamptz
         GROUP BY GROUPING SETS ((is_test_mode, event_name), (is_test_mode))
+                 ) g) ranked
+        WHERE name = '' OR name_rank <= $6
        ON CONFLICT (app_id, day, is_test_mode, event_name) DO UPDATE
           SET events = EXCLUDED.events,
               unique_users = EXCLUDED.unique_users,
@@ -227,9 +243,18 @@ export class RollupComputationRepository {
               computed_at = EXCLUDED.computed_at,
               timezone = EXCLUDED.timezone,
               day_end = EXCLUDED.day_end`,
-      [appId, target.day, target.zone, new Date(target.start), new Date(target.end)],
+      [appId, target.day, target.zone, new Date(target.start), new Date(target.end), maxNames],
       true,
     );
+    const written = (result as { affected?: number }).affected ?? 0;
+    if (written > 0) {
+      // Rows this computation did not write (a name that fell out of the top, or one whose events
+      // are gone) leave the day; now() is the transaction's start, so the rows above stay.
+      await runner.query(
+        `DELETE FROM ${table} WHERE app_id = $1 AND day = $2::date AND computed_at < now()`,
+        [appId, target.day],
+      );
+    }
     if (target.set === 'rezone') {
       await runner.query(
         `UPDATE rollup_rezone_jobs SET next_day = greatest(next_day, $3::date + 1)
@@ -237,6 +262,6 @@ export class RollupComputationRepository {
         [appId, target.zone, target.day],
       );
     }
-    return (result as { affected?: number }).affected ?? 0;
+    return written;
   }
 }

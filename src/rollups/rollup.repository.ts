@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ReadDatabase } from '@app/database/read-database';
 import type { TestModeFilter } from '@app/common/reads/query-params';
+import type { RollupPosition } from './rollup-cursor';
 
 export interface RollupFilters {
   /** First and last UTC day, inclusive, `YYYY-MM-DD`. */
@@ -48,14 +49,18 @@ const LIST_COLUMNS: readonly { field: keyof RollupRow; sql: string; bigint?: tru
 // The primary key (app_id, day, …) bounds the scan either way. Date ascending, the total row
 // ('' sorts first under COLLATE "C"), then eventName, live before test. Rows come back as arrays,
 // which the driver builds much faster than objects: a 30-day answer holds hundreds of rows.
+// A page starts strictly after the cursor's (day, event_name, is_test_mode), in that same order,
+// and holds at most $9 rows, so one read's memory is bounded whatever the app stored.
 const LIST = `
 SELECT ${LIST_COLUMNS.map((c) => c.sql).join(', ')}
   FROM rollups r
  WHERE app_id = $1 AND day BETWEEN $2::date AND $3::date
    AND ($4::text IS NULL OR event_name = $4::text)
    AND ($5::boolean IS NULL OR is_test_mode = $5::boolean)
- ORDER BY r.day, r.event_name, r.is_test_mode`;
-const LIST_NAME = 'tally_rollups_list_v2';
+   AND ($6::date IS NULL OR (r.day, r.event_name, r.is_test_mode) > ($6::date, $7::text, $8::boolean))
+ ORDER BY r.day, r.event_name, r.is_test_mode
+ LIMIT $9`;
+const LIST_NAME = 'tally_rollups_list_v3';
 
 type ListRow = unknown[];
 
@@ -81,13 +86,23 @@ interface PgClient {
 export class RollupRepository {
   constructor(private readonly read: ReadDatabase) {}
 
-  async list(appId: string, filters: RollupFilters): Promise<RollupRow[]> {
+  /** At most `limit` rows of the app, strictly after `after` when given. */
+  async list(
+    appId: string,
+    filters: RollupFilters,
+    after: RollupPosition | null,
+    limit: number,
+  ): Promise<RollupRow[]> {
     const values = [
       appId,
       filters.fromDate,
       filters.toDate,
       filters.eventName ?? null,
       filters.testMode === 'all' ? null : filters.testMode === 'true',
+      after?.day ?? null,
+      after?.eventName ?? null,
+      after?.isTestMode ?? null,
+      limit,
     ];
     const rows = await this.read.run(async (db) => {
       // The driver's client directly, for a named (prepared) statement and array rows.

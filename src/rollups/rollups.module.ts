@@ -9,6 +9,7 @@ import { RollupsScheduler } from './rollups.scheduler';
 import { RollupsService } from './rollups.service';
 import { RezoneRepository } from './rezone.repository';
 import { RezoneService } from './rezone.service';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 
 @Module({
   imports: [AuthModule, RateLimitModule, MetricsModule],
@@ -20,6 +21,7 @@ import { RezoneService } from './rezone.service';
     RezoneService,
     RollupsService,
     RollupsScheduler,
+    CursorSecretRepository,
   ],
   exports: [RollupsService],
 })

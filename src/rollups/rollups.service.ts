@@ -10,7 +10,10 @@ import { addDays, daySpan } from '@app/common/reads/time-params';
 import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
 import type { AuditActor } from '@app/audit/audit.types';
 import { RecomputeItem, RezoneService, ZoneChange } from './rezone.service';
-import { RollupRepository, RollupRow } from './rollup.repository';
+import { RollupFilters, RollupRepository, RollupRow } from './rollup.repository';
+import { decodeRollupCursor, encodeRollupCursor } from './rollup-cursor';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { cursorPosition } from '@app/common/reads/signed-cursor';
 import type { ListRollupsQueryDto } from './list-rollups-query.dto';
 import type { RollupRecordDto } from './rollup-record.dto';
 
@@ -35,6 +38,13 @@ export interface RunResult {
   lagSeconds?: number;
   /** True when shutdown stopped the run before every pending day was done. */
   abandoned?: boolean;
+}
+
+/** One answer of GET /api/v1/rollups. */
+export interface RollupsPage {
+  rollups: RollupRecordDto[];
+  /** Cursor of the next page, or null on the last one. */
+  nextCursor: string | null;
 }
 
 export const DEFAULT_RANGE_DAYS = 30;
@@ -81,10 +91,15 @@ export class RollupsService implements BeforeApplicationShutdown {
     private readonly computation: RollupComputationRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly rezone: RezoneService,
+    private readonly secrets: CursorSecretRepository,
   ) {}
 
-  /** GET /api/v1/rollups. */
-  async list(query: ListRollupsQueryDto, now = Date.now()): Promise<RollupRecordDto[]> {
+  /**
+   * GET /api/v1/rollups: one page of at most ROLLUPS_MAX_ROWS rows, and the cursor of the next
+   * one. The cursor is bound to the query as sent (a `range` rather than the days it meant), so
+   * a client paging across midnight keeps going instead of getting a 400.
+   */
+  async list(query: ListRollupsQueryDto, now = Date.now()): Promise<RollupsPage> {
     const appId = normaliseAppId(query.appId);
     // Days, "today" included, are the app's local days.
     const today = localDateString(now, await this.rollups.servedZone(appId));
@@ -123,13 +138,44 @@ export class RollupsService implements BeforeApplicationShutdown {
         },
       ]);
     }
-    const rows = await this.rollups.list(appId, {
+    return this.page(appId, query, {
       fromDate,
       toDate,
       eventName: query.eventName,
       testMode: query.testMode ?? 'false',
     });
-    return rows.map((row) => toRecord(appId, row));
+  }
+
+  /** One page of the rows that `filters` select, strictly after the query's cursor. */
+  private async page(
+    appId: string,
+    query: ListRollupsQueryDto,
+    filters: RollupFilters,
+  ): Promise<RollupsPage> {
+    const binding = JSON.stringify([
+      'rollups',
+      appId,
+      query.fromDate ?? null,
+      query.toDate ?? null,
+      query.range ?? null,
+      query.eventName ?? null,
+      filters.testMode,
+    ]);
+    const secret = await this.secrets.cursorSecret();
+    const after = cursorPosition(query.cursor, (token) => decodeRollupCursor(secret, binding, token));
+    const limit = this.config.rollupsMaxRows;
+    const rows = await this.rollups.list(appId, filters, after, limit + 1);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    const nextCursor =
+      rows.length > limit
+        ? encodeRollupCursor(secret, binding, {
+            day: last.day,
+            eventName: last.eventName,
+            isTestMode: last.isTestMode,
+          })
+        : null;
+    return { rollups: page.map((row) => toRecord(appId, row)), nextCursor };
   }
 
   /**
@@ -214,7 +260,13 @@ export class RollupsService implements BeforeApplicationShutdown {
     let done = 0;
     for (const { appId, targets, consume } of items) {
       if (this.stopping) break;
-      rows += await this.computation.recomputeDays(runner, appId, targets, consume);
+      rows += await this.computation.recomputeDays(
+        runner,
+        appId,
+        targets,
+        this.config.ingestMaxEventNamesPerDay,
+        consume,
+      );
       done++;
     }
     if (done) this.logger.log(`recomputed ${done} app-days, ${rows} rollup rows`);

@@ -17,6 +17,8 @@ const BEYOND_SCHEMA_EVENT_CODES = new Set([
   'event_too_large',
   'event_too_old',
   'pii_detected',
+  // State, not shape: the app's distinct event names of the day.
+  'too_many_event_names',
 ]);
 // Request-level rejections beyond the schema: a forged or foreign cursor, a range that is
 // empty or too long, parameters that exclude each other.

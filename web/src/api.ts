@@ -98,6 +98,14 @@ async function problemOf(res: Response): Promise<Problem> {
 
 /** GET a same-origin API path with the key. Relative paths only: the key never leaves this origin. */
 export async function get<T>(path: string, params: Record<string, string> = {}): Promise<T> {
+  return (await getPage<T>(path, params)).body;
+}
+
+/** GET one page of a paged read: its body and the `X-Next-Cursor` of the next page, if any. */
+export async function getPage<T>(
+  path: string,
+  params: Record<string, string> = {},
+): Promise<{ body: T; nextCursor: string | null }> {
   const key = storedKey();
   if (!key) throw new ApiError({ status: 401, code: 'invalid_key', detail: 'Not signed in.' });
   const query = new URLSearchParams(params).toString();
@@ -113,7 +121,7 @@ export async function get<T>(path: string, params: Record<string, string> = {}):
     throw new ApiError({ status: 0, code: 'network', detail: 'Tally cannot be reached.' });
   }
   if (!res.ok) throw new ApiError(await problemOf(res));
-  return (await res.json()) as T;
+  return { body: (await res.json()) as T, nextCursor: res.headers.get('X-Next-Cursor') };
 }
 
 /** A sentence a person can act on, for any failed call. */

@@ -14,6 +14,7 @@ import { DailyChart } from './charts';
 import { rollupsCsv } from './csv';
 import { daysBetween } from './dates';
 import { localDaysAgo, localToday, watchAppZone } from './app-zone';
+import { fetchAllRollups, renderTopEvents, topEvents } from './top-events';
 
 const LIVE_INTERVAL_MS = 5_000;
 const LIVE_LIMIT = 50;
@@ -184,7 +185,7 @@ async function fetchRollups(): Promise<void> {
   const range = rangeParams();
   if (!appId || !range) return;
   try {
-    state.rollups = await get<Rollup[]>('/api/v1/rollups', {
+    state.rollups = await fetchAllRollups({
       appId,
       ...range.params,
       testMode: ui.testMode.checked ? 'true' : 'false',
@@ -199,14 +200,14 @@ async function fetchRollups(): Promise<void> {
   state.days = daysBetween(range.from, range.to);
   fillEventPicker();
   render(state.days);
+  renderTopEvents($<HTMLTableElement>('top-events'), state.rollups);
 }
 
 const loadRollups = singleFlight(fetchRollups);
 
 function fillEventPicker(): void {
   const chosen = ui.event.value;
-  const names = [...new Set(state.rollups.map((r) => r.eventName).filter((n): n is string => n !== null))];
-  names.sort();
+  const names = topEvents(state.rollups).names.map((e) => e.name);
   const all = document.createElement('option');
   all.value = '';
   all.textContent = 'All events';

@@ -82,19 +82,26 @@ export class TallyReader {
     }
   }
 
-  /** Daily rollups: the app-wide total row first for each day, then one row per eventName. */
+  /**
+   * Daily rollups: the app-wide total row first for each day, then one row per eventName. Follows
+   * the pages (the server answers at most ROLLUPS_MAX_ROWS rows at a time) and returns them all.
+   */
   async rollups(query: RollupsQuery): Promise<RollupRecord[]> {
-    const res = await this.get(
-      this.url('/api/v1/rollups', {
-        appId: query.appId,
-        range: query.range,
-        fromDate: query.fromDate,
-        toDate: query.toDate,
-        eventName: query.eventName,
-        testMode: query.testMode,
-      }),
-    );
-    return (await res.json()) as RollupRecord[];
+    let url: string | null = this.url('/api/v1/rollups', {
+      appId: query.appId,
+      range: query.range,
+      fromDate: query.fromDate,
+      toDate: query.toDate,
+      eventName: query.eventName,
+      testMode: query.testMode,
+    });
+    const rows: RollupRecord[] = [];
+    while (url) {
+      const res = await this.get(url);
+      for (const row of (await res.json()) as RollupRecord[]) rows.push(row);
+      url = this.next(res, url);
+    }
+    return rows;
   }
 
   private url(path: string, params: Record<string, string | number | boolean | undefined>): string {

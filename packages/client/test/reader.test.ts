@@ -41,6 +41,24 @@ describe('TallyReader', () => {
     ]);
   });
 
+  it('rollups follows the cursor and returns every page', async () => {
+    const first = '/api/v1/rollups?appId=a&range=30d';
+    const { urls, fetchImpl } = replying({
+      [first]: {
+        body: [{ date: '2026-11-01' }, { date: '2026-11-02' }],
+        headers: { link: '</api/v1/rollups?appId=a&range=30d&cursor=r1>; rel="next"', 'x-next-cursor': 'r1' },
+      },
+      '/api/v1/rollups?appId=a&range=30d&cursor=r1': { body: [{ date: '2026-11-03' }] },
+    });
+    const reader = new TallyReader({ endpoint: 'http://tally.test', apiKey: 'k', fetch: fetchImpl });
+    const rows = await reader.rollups({ appId: 'a', range: '30d' });
+    expect(rows.map((r) => r.date)).toEqual(['2026-11-01', '2026-11-02', '2026-11-03']);
+    expect(urls).toEqual([
+      'http://tally.test' + first,
+      'http://tally.test/api/v1/rollups?appId=a&range=30d&cursor=r1',
+    ]);
+  });
+
   it('turns an error answer into a TallyError, and retries a 429 after Retry-After', async () => {
     let calls = 0;
     const sleeps: number[] = [];

@@ -77,6 +77,11 @@ export class MetricsService {
     labelNames: ['code', 'mode'] as const,
     registers: [this.registry],
   });
+  private readonly eventNameLimitReached = new Counter({
+    name: 'tally_event_name_limit_reached_total',
+    help: 'App-days that reached INGEST_MAX_EVENT_NAMES_PER_DAY on this instance (new names are then rejected).',
+    registers: [this.registry],
+  });
   private readonly ingestWrites = new Histogram({
     name: 'tally_ingest_write_batches',
     help: 'Requests whose events were written by one ingest statement (group commit).',
@@ -213,6 +218,11 @@ export class MetricsService {
     for (const [code, n] of Object.entries(outcome.rejectedByCode)) {
       if (n > 0) this.eventsRejected.inc({ code, mode }, n);
     }
+  }
+
+  /** An app-day refused its first new event name on this instance. */
+  recordEventNameLimitReached(): void {
+    this.eventNameLimitReached.inc();
   }
 
   /** One committed ingest statement: how many requests and events it carried. */

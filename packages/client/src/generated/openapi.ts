@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * List daily rollups
-         * @description Needs an API key with the scope `rollups:read` and access to `appId`.
+         * @description Needs an API key with the scope `rollups:read` and access to `appId`. At most ROLLUPS_MAX_ROWS (default 5,000) rows per answer: `Link` and `X-Next-Cursor` name the next page.
          */
         get: operations["RollupsController_list"];
         put?: never;
@@ -267,7 +267,7 @@ export interface components {
              * @description Why the event was rejected. Do not retry it.
              * @enum {string}
              */
-            code: "missing_field" | "invalid_type" | "invalid_value" | "too_long" | "too_many_keys" | "nested_value" | "event_too_large" | "event_too_old" | "pii_detected" | "unstorable_value";
+            code: "missing_field" | "invalid_type" | "invalid_value" | "too_long" | "too_many_keys" | "nested_value" | "event_too_large" | "event_too_old" | "pii_detected" | "unstorable_value" | "too_many_event_names";
         };
         EventWarningDto: {
             /** @description Position of the event in the batch, from 0. */
@@ -324,6 +324,7 @@ export interface components {
                 event_too_old?: number;
                 pii_detected?: number;
                 unstorable_value?: number;
+                too_many_event_names?: number;
             };
             /**
              * @description Warnings of the accepted events by code, including those past the listed ones. A code that did not occur is absent.
@@ -702,6 +703,8 @@ export interface operations {
                 range?: string;
                 eventName?: string;
                 testMode?: "false" | "true" | "all";
+                /** @description The X-Next-Cursor of the previous page. */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -709,7 +712,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Daily rollups: date ascending, the app-wide total row first, then eventName. */
+            /** @description Daily rollups: date ascending, the app-wide total row first, then eventName. `Link` and `X-Next-Cursor` name the next page. */
             200: {
                 headers: {
                     /** @description Requests allowed per window. */
@@ -724,7 +727,7 @@ export interface operations {
                     "application/json": components["schemas"]["RollupRecordDto"][];
                 };
             };
-            /** @description Invalid query parameters (`invalid_query`, with `errors`). */
+            /** @description Invalid query parameters (`invalid_query`, with `errors`) or a tampered `cursor` (`invalid_cursor`). */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -1,0 +1,27 @@
+import { Logger, Provider } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { MetricsService } from '@app/common/metrics/metrics.service';
+import { EventNameBound } from './event-name-bound';
+import { EventNameRepository } from './event-name.repository';
+
+// How often a day in use is merged again with the names stored by every instance.
+const REFRESH_MS = 60_000;
+
+/** The instance-wide EventNameBound, built from the configuration. */
+export const EVENT_NAME_BOUND_PROVIDER: Provider = {
+  provide: EventNameBound,
+  inject: [APP_CONFIG, EventNameRepository, MetricsService],
+  useFactory: (config: AppConfig, repository: EventNameRepository, metrics: MetricsService) => {
+    const logger = new Logger(EventNameBound.name);
+    return new EventNameBound(
+      {
+        limit: config.ingestMaxEventNamesPerDay,
+        maxAgeDays: config.ingestMaxEventAgeDays,
+        refreshMs: REFRESH_MS,
+        onLimitReached: () => metrics.recordEventNameLimitReached(),
+        onLoadError: (err) => logger.warn(`could not load the stored event names of a day: ${String(err)}`),
+      },
+      (appId, day) => repository.namesOfDay(appId, day),
+    );
+  },
+};

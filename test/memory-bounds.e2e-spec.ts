@@ -1,0 +1,238 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { RollupsService } from '@app/rollups/rollups.service';
+import { DAY_MS, utcDateString } from '@app/common/time';
+import { makeTenant } from './factories';
+import { seedEvents } from './factories/events';
+import { freePort } from './support/free-port';
+import { testDatabaseUrl, useTestApp } from './support/test-app';
+
+const ROOT = path.resolve(__dirname, '..');
+const SERVER_JS = path.join(ROOT, 'dist/src/main.js');
+// The heap the start script gives the server (package.json config.heapMb).
+const HEAP_MB = (
+  JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { heapMb: string } }
+).config.heapMb;
+// Scaled down from the 2,000 default so that the flood stays quick; the shape is the same.
+const NAME_LIMIT = 300;
+const FLOOD_REQUESTS = 12;
+const FLOOD_BATCH = 1000;
+
+type Tenant = Awaited<ReturnType<typeof makeTenant>>;
+
+/** The built server as a child process with the production heap limit. */
+async function startServer(
+  env: Record<string, string>,
+): Promise<{ base: string; child: ChildProcess; log: string[] }> {
+  const port = await freePort();
+  const log: string[] = [];
+  const child = spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, SERVER_JS], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: testDatabaseUrl(),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ROLLUPS_ENABLED: 'false',
+      DATABASE_POOL_SIZE: '6',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (d: Buffer) => log.push(d.toString()));
+  child.stderr!.on('data', (d: Buffer) => log.push(d.toString()));
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`the server exited at start: ${log.join('')}`);
+    const up = await fetch(`${base}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (up) return { base, child, log };
+    if (i > 600) throw new Error('the server did not come up');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('one tenant cannot exhaust the memory of a server with the production heap limit', () => {
+  // The in-process app computes the rollups: with the same limit as the server.
+  const t = useTestApp({ INGEST_MAX_EVENT_NAMES_PER_DAY: String(NAME_LIMIT) });
+  const stop = { done: false };
+  let server: Awaited<ReturnType<typeof startServer>>;
+
+  beforeAll(async () => {
+    if (!existsSync(SERVER_JS)) throw new Error('dist/src/main.js is missing: run npm run build first');
+    server = await startServer({
+      INGEST_MAX_EVENT_NAMES_PER_DAY: String(NAME_LIMIT),
+      INGEST_RATE_EVENTS: '1000000',
+      READ_RATE_REQUESTS: '1000',
+      READ_TIME_MS_PER_SECOND: '100000',
+    });
+  }, 60_000);
+  afterAll(() => {
+    stop.done = true;
+    server?.child.kill('SIGKILL');
+  });
+
+  const call = (key: string, pathAndQuery: string, body?: unknown) =>
+    fetch(`${server.base}${pathAndQuery}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+
+  /** Another tenant's ingest and reads, one after another, until `stop`; every status seen. */
+  function victim(tenant: Tenant, stop: { done: boolean }): Promise<number[]> {
+    return (async () => {
+      const statuses: number[] = [];
+      for (let i = 0; !stop.done; i++) {
+        const ingest = await call(tenant.liveKey, '/api/ingest', {
+          events: [{ eventName: 'Victim.tick' }],
+        }).catch(() => null);
+        statuses.push(ingest?.status ?? 0);
+        const read = await call(tenant.apiKey, `/api/v1/rollups?appId=${tenant.appId}&range=7d`).catch(
+          () => null,
+        );
+        statuses.push(read?.status ?? 0);
+        await read?.arrayBuffer();
+      }
+      return statuses;
+    })();
+  }
+
+  /** Every page of a rollups query, as the dashboard and TallyReader read it. */
+  async function readAllRollups(tenant: Tenant, query: string): Promise<{ rows: number; pages: number }> {
+    let url: string | null = `/api/v1/rollups?appId=${tenant.appId}&${query}`;
+    let rows = 0;
+    let pages = 0;
+    while (url) {
+      const res: Response = await call(tenant.apiKey, url);
+      expect(res.status).toBe(200);
+      rows += ((await res.json()) as unknown[]).length;
+      pages++;
+      const link = /^<([^>]+)>; rel="next"$/.exec(res.headers.get('link') ?? '');
+      url = link ? link[1] : null;
+    }
+    return { rows, pages };
+  }
+
+  it('survives a name flood, then 30-day rollups reads, a dashboard load and the largest events pages', async () => {
+    const attacker = await makeTenant(t.app);
+    const other = await makeTenant(t.app);
+    const watching = victim(other, stop);
+
+    // The flood: batches of events that each carry a unique 150-character name, over three days.
+    const now = Date.now();
+    let accepted = 0;
+    let refused = 0;
+    for (let r = 0; r < FLOOD_REQUESTS; r++) {
+      const events = Array.from({ length: FLOOD_BATCH }, (_, i) => ({
+        eventName: `${r}.${i}.`.padEnd(150, 'x'),
+        eventTime: now - (i % 3) * DAY_MS,
+      }));
+      const res = await call(attacker.liveKey, '/api/ingest', { events });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { accepted: number; errorCounts: Record<string, number> };
+      accepted += body.accepted;
+      refused += body.errorCounts.too_many_event_names ?? 0;
+    }
+    expect(accepted).toBe(3 * NAME_LIMIT);
+    expect(refused).toBe(FLOOD_REQUESTS * FLOOD_BATCH - 3 * NAME_LIMIT);
+
+    // Stored behind ingest's back as well (as a restart or several instances could let through):
+    // the computation still keeps at most the limit's names per app-day.
+    const day = now - 4 * DAY_MS;
+    await seedEvents(
+      t.db,
+      attacker.appId,
+      Array.from({ length: 3 * NAME_LIMIT }, (_, i) => ({ eventName: `Seeded.${i}`, receivedAt: day })),
+    );
+    await t.app.get(RollupsService).compute({ appId: attacker.appId });
+    const perDay = (await t.db.query(
+      `SELECT day::text AS day, count(*)::int AS rows FROM rollups WHERE app_id = $1 GROUP BY day ORDER BY day`,
+      [attacker.appId],
+    )) as { day: string; rows: number }[];
+    expect(perDay.map((d) => d.day)).toEqual([4, 2, 1, 0].map((n) => utcDateString(now - n * DAY_MS)));
+    for (const d of perDay) expect(d.rows).toBe(NAME_LIMIT + 1);
+
+    // The dashboard's default view (30 days), read page by page, twice at once, and the page itself.
+    const [a, b] = await Promise.all([
+      readAllRollups(attacker, 'range=30d'),
+      readAllRollups(attacker, 'range=30d'),
+    ]);
+    expect(a).toEqual({ rows: 4 * (NAME_LIMIT + 1), pages: 1 });
+    expect(b).toEqual(a);
+    const page = await fetch(`${server.base}/dashboard`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('top-events');
+
+    // The largest events pages there can be: 1,000 events of about 30 KiB each, read at once.
+    const big = Object.fromEntries(Array.from({ length: 100 }, (_, k) => [`k${k}`, 'v'.repeat(300)]));
+    await seedEvents(
+      t.db,
+      attacker.appId,
+      Array.from({ length: 1000 }, (_, i) => ({
+        eventName: 'Big.payload',
+        receivedAt: now - i,
+        payload: big,
+      })),
+    );
+    const reads = await Promise.all(
+      [0, 1].map(async () => {
+        const res = await call(
+          attacker.apiKey,
+          `/api/v1/events?appId=${attacker.appId}&eventName=Big.payload&limit=1000`,
+        );
+        return { status: res.status, bytes: (await res.arrayBuffer()).byteLength };
+      }),
+    );
+    for (const r of reads) {
+      expect(r.status).toBe(200);
+      expect(r.bytes).toBeGreaterThan(30_000_000);
+    }
+
+    stop.done = true;
+    const statuses = await watching;
+    expect(statuses.length).toBeGreaterThan(2);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect(server.child.exitCode).toBeNull();
+    expect((await fetch(`${server.base}/healthz`)).status).toBe(200);
+    const metrics = await (await fetch(`${server.base}/metrics`)).text();
+    const heap = Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(metrics)?.[1]);
+    // The peak resident size of the whole process (heap, buffers, code), for the docs.
+    const status = readFileSync(`/proc/${server.child.pid}/status`, 'utf8');
+    const peakMb = Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1]) / 1024;
+    process.stdout.write(
+      `memory bounds: heap used after the reads ${(heap / 1_048_576).toFixed(0)} MB of ${HEAP_MB} MB; ` +
+        `peak RSS ${peakMb.toFixed(0)} MB\n`,
+    );
+  }, 300_000);
+  it('pages the 30-day view of 200,000 rollup rows stored before the bound, as after a restart', async () => {
+    // What the unbounded flood left behind: 200,000 rows of 150-character names over three days.
+    // Without paging, a 30-day read of them ran the server out of heap on every start.
+    const flooded = await makeTenant(t.app);
+    const other = await makeTenant(t.app);
+    const now = Date.now();
+    await t.db.query(
+      `INSERT INTO rollups (app_id, day, is_test_mode, event_name, events, unique_users, unique_sessions,
+                            fv_count, computed_at)
+       SELECT $1, $2::date - (g % 3), false, rpad(g::text || '.', 150, 'x'), 1, 1, 1, 0, now()
+         FROM generate_series(1, 200000) AS g`,
+      [flooded.appId, utcDateString(now)],
+    );
+    stop.done = false;
+    const watching = victim(other, stop);
+    const all = await readAllRollups(flooded, 'range=30d');
+    expect(all).toEqual({ rows: 200_000, pages: 40 });
+    const page = await fetch(`${server.base}/dashboard`);
+    expect(page.status).toBe(200);
+    stop.done = true;
+    const statuses = await watching;
+    expect(statuses.length).toBeGreaterThan(2);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect(server.child.exitCode).toBeNull();
+  }, 300_000);
+});
