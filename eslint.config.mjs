@@ -19,6 +19,7 @@ const SRC_FOLDERS = [
   'ops',
   'dashboard',
   'cli',
+  'privacy',
 ];
 const FOUNDATION = ['config', 'common', 'database'];
 const ALLOWED_IMPORTS = {
@@ -32,7 +33,8 @@ const ALLOWED_IMPORTS = {
   storage: FOUNDATION,
   ops: FOUNDATION,
   dashboard: FOUNDATION,
-  cli: [...FOUNDATION, 'auth', 'rollups'],
+  cli: [...FOUNDATION, 'auth', 'rollups', 'privacy', 'storage'],
+  privacy: [...FOUNDATION, 'auth', 'ingest', 'rollups', 'storage'],
 };
 
 function boundaryRules(folder) {

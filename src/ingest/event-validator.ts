@@ -1,6 +1,7 @@
 import { isControlCode } from '@app/common/control-characters';
 import { normaliseLocale, normaliseTimezone } from './context-formats';
 import { EVENT_LIMITS, FUTURE_TOLERANCE_MS, MAX_ISSUES_PER_EVENT, REDACTED } from './ingest.limits';
+import type { SuppressionMatcher } from '@app/common/suppressions/user-suppressions';
 import type {
   AcceptedEvent,
   EventErrorCode,
@@ -29,6 +30,8 @@ export interface EventRules {
   pseudonymise(kind: 'email' | 'phone', value: string): string;
   /** The most errors, and the most warnings, the response lists; all are counted. Default: all. */
   maxIssuesListed?: number;
+  /** The app's suppressed users (matched on the stored user id); null or absent when none. */
+  suppressed?: SuppressionMatcher | null;
 }
 
 const CONTEXT_FIELDS = ['platform', 'appVersion', 'buildNumber', 'osVersion', 'deviceModel'] as const;
@@ -203,7 +206,11 @@ export class EventValidator {
     };
     // The common event needs none of these steps; the checks keep it from paying for the calls.
     if (privacyMode !== undefined && privacyMode !== null) this.applyPrivacyMode(privacyMode, event);
-    if (event.anonymousUserId) this.pseudonymiseUser(event);
+    if (event.anonymousUserId) {
+      this.pseudonymiseUser(event);
+      // After the pseudonym: the list holds the id as it would be stored.
+      if (this.rules.suppressed && this.rules.suppressed(event.anonymousUserId!)) return this.suppress();
+    }
     return this.pending.length === 0 ? event : this.accept(event);
   }
 
@@ -229,6 +236,15 @@ export class EventValidator {
     const code = this.firstError!;
     this.rejectedByCode[code] = (this.rejectedByCode[code] ?? 0) + 1;
     return null;
+  }
+
+  private suppress(): null {
+    this.error(
+      'anonymousUserId',
+      'user_suppressed',
+      "This user's data was erased; their events are not stored.",
+    );
+    return this.reject();
   }
 
   private accept(event: AcceptedEvent): AcceptedEvent {

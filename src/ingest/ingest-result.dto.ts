@@ -12,6 +12,7 @@ const ERROR_CODES: Record<EventErrorCode, true> = {
   event_too_old: true,
   pii_detected: true,
   unstorable_value: true,
+  user_suppressed: true,
 };
 
 const WARNING_CODES: Record<EventWarningCode, true> = {

@@ -5,6 +5,7 @@ import { AppsService } from '@app/auth/apps.service';
 import type { RequestKey } from '@app/auth/authenticated-request';
 import { RateLimitStore, retryAfterSeconds } from '@app/common/rate-limit/rate-limit.store';
 import { MetricsService } from '@app/common/metrics/metrics.service';
+import { UserSuppressions } from '@app/common/suppressions/user-suppressions';
 import { EventValidator } from './event-validator';
 import type { IngestBody } from './ingest-body.reader';
 import { batchTooLarge } from './ingest-errors';
@@ -78,6 +79,7 @@ export class IngestService {
     private readonly apps: AppsService,
     private readonly writer: IngestWriter,
     private readonly metrics: MetricsService,
+    private readonly suppressions: UserSuppressions,
   ) {}
 
   async ingest(key: RequestKey, body: IngestBody): Promise<IngestResult> {
@@ -98,6 +100,7 @@ export class IngestService {
       forceTestMode: testMode,
       pseudonymise: (kind, value) => pseudonymise(secret, kind, value),
       maxIssuesListed: this.config.ingestMaxErrorsListed,
+      suppressed: this.suppressions.matcher(appId),
     });
 
     const toStore: AcceptedEvent[] = [];
@@ -127,6 +130,8 @@ export class IngestService {
     // the data, but it is billed, so a flag in the body cannot evade billing.
     const metered = testMode ? 0 : accepted;
 
+    const suppressed = validator.rejectedByCode.user_suppressed;
+    if (suppressed) this.suppressions.countSuppressed(suppressed);
     this.metrics.recordIngest({
       accepted,
       duplicates,

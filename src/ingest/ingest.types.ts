@@ -9,7 +9,8 @@ export type EventErrorCode =
   | 'event_too_large'
   | 'event_too_old'
   | 'pii_detected'
-  | 'unstorable_value';
+  | 'unstorable_value'
+  | 'user_suppressed';
 
 /** Per-event codes that keep the event but say what was changed or ignored. */
 export type EventWarningCode =

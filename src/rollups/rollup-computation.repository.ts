@@ -147,8 +147,15 @@ export class RollupComputationRepository {
    * Marks committed after the DELETE survive for the next run. Returns the rows written.
    *
    * A day whose partition is gone has no events and writes nothing: its rollups stay as they were.
+   * With `prune` (after an erasure removed events of a day whose partition exists), the rows the
+   * aggregation no longer produces, names or modes left without events, are deleted.
    */
-  async recomputeDay(runner: QueryRunner, appId: string, day: string): Promise<number> {
+  async recomputeDay(
+    runner: QueryRunner,
+    appId: string,
+    day: string,
+    { prune = false }: { prune?: boolean } = {},
+  ): Promise<number> {
     await runner.startTransaction('READ COMMITTED');
     try {
       await runner.query(`SET LOCAL statement_timeout = '${RECOMPUTE_STATEMENT_TIMEOUT}'`);
@@ -183,6 +190,13 @@ export class RollupComputationRepository {
         [appId, day],
         true,
       );
+      if (prune) {
+        // The upsert stamped every row it wrote with now(), the transaction's start.
+        await runner.query(
+          `DELETE FROM rollups WHERE app_id = $1 AND day = $2::date AND computed_at < now()`,
+          [appId, day],
+        );
+      }
       await runner.commitTransaction();
       return result.affected ?? 0;
     } catch (err) {

@@ -177,6 +177,29 @@ export class RollupsService implements BeforeApplicationShutdown {
     return { days: result.value.days, rows: result.value.rows };
   }
 
+  /**
+   * Recomputes the days of one app from which events were removed (erasure), `final` days
+   * included, and drops the rows left without events. `days` are the UTC days of the removed
+   * events' `ts`. Waits for the computation lock; fails with `service_unavailable` if it never
+   * comes, and a rerun is harmless.
+   */
+  async recomputeAfterRemoval(
+    appId: string,
+    days: string[],
+    lockWaitMs = COMPUTE_LOCK_WAIT_MS,
+  ): Promise<{ days: number; rows: number }> {
+    const result = await this.computation.withComputationLock(async (runner) => {
+      let rows = 0;
+      for (const day of days)
+        rows += await this.computation.recomputeDay(runner, appId, day, { prune: true });
+      return { days: days.length, rows };
+    }, lockWaitMs);
+    if (!result.locked) {
+      throw new AppError('service_unavailable', 'Another rollup computation is still running.');
+    }
+    return result.value;
+  }
+
   /** Lets a running computation finish its current day, then stops it; later days stay marked. */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;

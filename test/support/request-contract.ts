@@ -17,6 +17,7 @@ const BEYOND_SCHEMA_EVENT_CODES = new Set([
   'event_too_large',
   'event_too_old',
   'pii_detected',
+  'user_suppressed',
 ]);
 // Request-level rejections beyond the schema: a forged or foreign cursor, a range that is
 // empty or too long, parameters that exclude each other.
