@@ -11,6 +11,7 @@ const SRC_FOLDERS = [
   'config',
   'common',
   'database',
+  'audit',
   'auth',
   'ingest',
   'events',
@@ -26,15 +27,16 @@ const ALLOWED_IMPORTS = {
   config: [],
   common: ['config', 'database'],
   database: ['config'],
-  auth: FOUNDATION,
+  audit: FOUNDATION,
+  auth: [...FOUNDATION, 'audit'],
   ingest: [...FOUNDATION, 'auth'],
   events: [...FOUNDATION, 'auth'],
   rollups: [...FOUNDATION, 'auth'],
   storage: FOUNDATION,
   ops: FOUNDATION,
   dashboard: FOUNDATION,
-  cli: [...FOUNDATION, 'auth', 'rollups', 'privacy', 'storage'],
-  privacy: [...FOUNDATION, 'auth', 'ingest', 'rollups', 'storage'],
+  cli: [...FOUNDATION, 'audit', 'auth', 'rollups', 'privacy', 'storage'],
+  privacy: [...FOUNDATION, 'audit', 'auth', 'ingest', 'rollups', 'storage'],
 };
 
 function boundaryRules(folder) {

@@ -7,6 +7,9 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * after a crash. `user_ids` holds the ids (in their stored form) only while the job needs them:
  * the job sets it to NULL in the transaction that marks the deletion done.
  *
+ * `requested_by` is the audit actor of the request (an API key id, or `cli` and the OS user); the
+ * audit entry of the deletion's end names it too.
+ *
  * `user_suppressions` holds the users whose events ingest refuses, as an HMAC of the app id and
  * the stored user id, keyed with the `suppression` server secret: ingest can match later events
  * without the table keeping the ids themselves.
@@ -24,6 +27,7 @@ export class Erasure1763880000000 implements MigrationInterface {
         user_count       integer NOT NULL,
         user_ids         text[],
         suppress         boolean NOT NULL,
+        requested_by     jsonb NOT NULL,
         steps_done       text[] NOT NULL DEFAULT '{}',
         days             date[] NOT NULL DEFAULT '{}',
         events_deleted   bigint NOT NULL DEFAULT 0,

@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { DAY_MS, utcDateString } from '@app/common/time';
+import { AuditService } from '@app/audit/audit.service';
 import { RollupsService } from '@app/rollups/rollups.service';
 import { SuppressionsService } from '@app/privacy/suppressions.service';
 import { bearer, makeApiKey, makeApp, makeIngestKey, postIngest } from './factories';
@@ -252,10 +253,32 @@ describe('erasure of users (POST /api/v1/deletions)', () => {
 
     const suppressions = t.app.get(SuppressionsService);
     expect(await suppressions.list(appId)).toHaveLength(2);
-    expect(await suppressions.remove(appId, ERASED[1])).toBe(true);
+    expect(await suppressions.remove(appId, ERASED[1], { type: 'cli', osUser: 'test' })).toBe(true);
     expect(await suppressions.list(appId)).toHaveLength(1);
     const accepted = await postIngest(t.http, ingestKey, { events: [event] });
     expect(accepted.body).toEqual(expect.objectContaining({ accepted: 1, rejected: 0, metered: 1 }));
+
+    // Every change is in the audit log, with counts and never an id.
+    const entries = await t.app.get(AuditService).list({ appId, limit: 100 });
+    const actions = entries.map((e) => e.action);
+    for (const action of [
+      'deletion.requested',
+      'suppression.added',
+      'deletion.finished',
+      'suppression.removed',
+    ]) {
+      expect(actions).toContain(action);
+    }
+    const finished = entries.find((e) => e.action === 'deletion.finished')!;
+    expect(finished.actor).toEqual({ type: 'api_key', keyId: expect.any(String) });
+    expect(finished.details).toEqual(
+      expect.objectContaining({ status: 'done', users: 2, eventsDeleted: 18 }),
+    );
+    expect(entries.find((e) => e.action === 'suppression.removed')!.actor).toEqual({
+      type: 'cli',
+      osUser: 'test',
+    });
+    expect(JSON.stringify(entries)).not.toMatch(/erase-me|example\.com|hmac:/i);
   });
 
   it('keeps the dedup claims: a resent copy of a deleted event is not stored again', async () => {

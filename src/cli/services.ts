@@ -1,4 +1,6 @@
 import type { DataSource } from 'typeorm';
+import { AuditRepository } from '@app/audit/audit.repository';
+import { AuditService } from '@app/audit/audit.service';
 import { AppEntity } from '@app/auth/app.entity';
 import { AppRepository } from '@app/auth/app.repository';
 import { AppsService } from '@app/auth/apps.service';
@@ -17,6 +19,7 @@ import type { RollupsService } from '@app/rollups/rollups.service';
  * than the command itself.
  */
 export interface CliServices {
+  audit: AuditService;
   apps: AppsService;
   keys: KeysService;
   /** Built on first use: the rollups code is the one part that needs Nest's common layer. */
@@ -47,10 +50,12 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
     await close();
     throw err;
   }
-  const apps = new AppsService(new AppRepository(dataSource));
-  const keys = new KeysService(new KeyRepository(dataSource), apps, resolved);
+  const audit = new AuditService(new AuditRepository(dataSource));
+  const apps = new AppsService(new AppRepository(dataSource), audit);
+  const keys = new KeysService(new KeyRepository(dataSource), apps, resolved, audit);
   let rollups: RollupsService | undefined;
   return {
+    audit,
     apps,
     keys,
     rollups: () => (rollups ??= buildRollups(dataSource, resolved)),

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { sqlState } from '@app/database/transient-error';
+import type { AuditService } from '@app/audit/audit.service';
 import { DeletionRepository, DeletionRow } from './deletion.repository';
 import type { ErasureStep } from './erasure-steps';
 
@@ -13,6 +14,26 @@ export interface DeletionJobHooks {
   /** Called in the transaction that ends the deletion (the audit entry commits with it). */
   ended?(tx: EntityManager, row: DeletionRow): Promise<void>;
   metrics?: { ended(status: 'done' | 'failed', seconds: number): void };
+}
+
+/** The audit entry of a deletion's end, under the actor who requested it. */
+export function deletionEnded(audit: AuditService): NonNullable<DeletionJobHooks['ended']> {
+  return (tx, row) =>
+    audit.record(
+      {
+        action: 'deletion.finished',
+        actor: row.requestedBy,
+        appId: row.appId,
+        targetId: row.id,
+        details: {
+          status: row.status,
+          users: row.userCount,
+          eventsDeleted: row.eventsDeleted,
+          daysRecomputed: row.daysRecomputed,
+        },
+      },
+      tx,
+    );
 }
 
 /**

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { ADVISORY_LOCKS } from '@app/database/advisory-locks';
+import type { AuditActor } from '@app/audit/audit.types';
 
 export type DeletionStatus = 'pending' | 'running' | 'done' | 'failed';
 
@@ -13,6 +14,7 @@ export interface DeletionRow {
   userCount: number;
   userIds: string[] | null;
   suppress: boolean;
+  requestedBy: AuditActor;
   stepsDone: string[];
   days: string[];
   eventsDeleted: number;
@@ -29,6 +31,7 @@ export interface NewDeletion {
   appId: string;
   userIds: string[];
   suppress: boolean;
+  requestedBy: AuditActor;
   /** The job may not start before this (epoch ms): suppression must be in force everywhere first. */
   notBefore: number;
 }
@@ -39,7 +42,7 @@ export const DELETIONS_CHANNEL = 'tally_deletions';
 const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
 
 const COLUMNS = `id, app_id AS "appId", status, user_count AS "userCount", user_ids AS "userIds",
-  suppress, steps_done AS "stepsDone", days::text[] AS days, events_deleted::float8 AS "eventsDeleted",
+  suppress, requested_by AS "requestedBy", steps_done AS "stepsDone", days::text[] AS days, events_deleted::float8 AS "eventsDeleted",
   days_recomputed AS "daysRecomputed", attempts, ${ms('not_before')} AS "notBefore",
   ${ms('created_at')} AS "createdAt", ${ms('started_at')} AS "startedAt",
   ${ms('finished_at')} AS "finishedAt"`;
@@ -52,10 +55,10 @@ export class DeletionRepository {
   /** Stores a new deletion and wakes the runners when the transaction commits. */
   async insert(tx: EntityManager, d: NewDeletion): Promise<DeletionRow> {
     const [row] = (await tx.query(
-      `INSERT INTO deletions (id, app_id, user_count, user_ids, suppress, not_before)
-       VALUES ($1, $2, $3, $4::text[], $5, to_timestamp($6::float8 / 1000))
+      `INSERT INTO deletions (id, app_id, user_count, user_ids, suppress, requested_by, not_before)
+       VALUES ($1, $2, $3, $4::text[], $5, $6::jsonb, to_timestamp($7::float8 / 1000))
        RETURNING ${COLUMNS}`,
-      [d.id, d.appId, d.userIds.length, d.userIds, d.suppress, d.notBefore],
+      [d.id, d.appId, d.userIds.length, d.userIds, d.suppress, JSON.stringify(d.requestedBy), d.notBefore],
     )) as DeletionRow[];
     await tx.query(`SELECT pg_notify($1, $2)`, [DELETIONS_CHANNEL, d.id]);
     return row;

@@ -49,7 +49,7 @@ export class DeletionsController {
     const key = requestKey(req);
     const body = parseDeletionRequest(await readJsonBody(req));
     if (!key.appIds.includes(body.appId)) throw appForbidden(SCOPE);
-    const deletion = await this.deletions.request(body);
+    const deletion = await this.deletions.request(body, { type: 'api_key', keyId: key.id });
     res.setHeader('Location', `/api/v1/deletions/${deletion.id}`);
     return deletion;
   }

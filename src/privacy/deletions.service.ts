@@ -3,6 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { AppError } from '@app/common/app-error';
 import { normaliseAppId, UUID } from '@app/common/ids';
 import { AppsService } from '@app/auth/apps.service';
+import { AuditService } from '@app/audit/audit.service';
+import type { AuditActor } from '@app/audit/audit.types';
 import { DeletionRepository, DeletionRow, DeletionStatus } from './deletion.repository';
 import type { DeletionRequest } from './deletion-request';
 import { PrivacyMetrics } from './privacy.metrics';
@@ -55,6 +57,7 @@ export class DeletionsService {
     private readonly deletions: DeletionRepository,
     private readonly suppressions: SuppressionsService,
     private readonly apps: AppsService,
+    private readonly audit: AuditService,
     @Optional() private readonly metrics?: PrivacyMetrics,
   ) {}
 
@@ -63,18 +66,30 @@ export class DeletionsService {
    * instance hears of both when it commits. The job may start once the suppression has reached
    * every instance.
    */
-  async request(req: DeletionRequest, now = Date.now()): Promise<DeletionView> {
+  async request(req: DeletionRequest, actor: AuditActor, now = Date.now()): Promise<DeletionView> {
     await this.apps.assertExist([req.appId]);
     const stored = await this.suppressions.storedUserIds(req.appId, req.anonymousUserIds);
+    const id = randomUUID();
     const row = await this.deletions.transaction(async (tx) => {
-      if (req.suppress) await this.suppressions.addStored(tx, req.appId, stored);
-      return this.deletions.insert(tx, {
-        id: randomUUID(),
+      const inserted = await this.deletions.insert(tx, {
+        id,
         appId: req.appId,
         userIds: stored,
         suppress: req.suppress,
+        requestedBy: actor,
         notBefore: req.suppress ? now + SUPPRESSION_SETTLE_MS : now,
       });
+      const details = { users: stored.length, suppress: req.suppress };
+      await this.audit.record(
+        { action: 'deletion.requested', actor, appId: req.appId, targetId: id, details },
+        tx,
+      );
+      if (req.suppress) {
+        const added = await this.suppressions.addStored(tx, req.appId, stored);
+        const entry = { users: added, deletionId: id };
+        await this.audit.record({ action: 'suppression.added', actor, appId: req.appId, details: entry }, tx);
+      }
+      return inserted;
     });
     // This instance refuses the users at once, without waiting for its own notification.
     if (req.suppress) await this.suppressions.reloadApp(req.appId);

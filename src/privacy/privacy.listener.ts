@@ -1,8 +1,9 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { AuditService } from '@app/audit/audit.service';
 import { PgListener } from '@app/common/pg-listener';
 import { DELETIONS_CHANNEL, DeletionRepository } from './deletion.repository';
-import { DeletionJob } from './deletion-job';
+import { DeletionJob, deletionEnded } from './deletion-job';
 import { ERASURE_STEPS, type ErasureStep } from './erasure-steps';
 import { PrivacyMetrics } from './privacy.metrics';
 import { SUPPRESSIONS_CHANNEL } from './suppression.repository';
@@ -34,6 +35,7 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
     private readonly deletions: DeletionRepository,
     @Inject(ERASURE_STEPS) steps: ErasureStep[],
     metrics: PrivacyMetrics,
+    audit: AuditService,
     private readonly suppressions: SuppressionsService,
   ) {
     this.listener = new PgListener(
@@ -42,7 +44,12 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
       'Privacy',
       'tally-listen-privacy',
     );
-    this.job = new DeletionJob(deletions, steps, { metrics }, () => this.stopping);
+    this.job = new DeletionJob(
+      deletions,
+      steps,
+      { metrics, ended: deletionEnded(audit) },
+      () => this.stopping,
+    );
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -4,6 +4,8 @@ import { AppError } from '@app/common/app-error';
 import { normaliseAppId, UUID } from '@app/common/ids';
 import { suppressionHash, UserSuppressions } from '@app/common/suppressions/user-suppressions';
 import { AppsService } from '@app/auth/apps.service';
+import { AuditService } from '@app/audit/audit.service';
+import type { AuditActor } from '@app/audit/audit.types';
 import { identifierKind, pseudonymise } from '@app/ingest/pii';
 import { SuppressionRepository, SuppressionRow } from './suppression.repository';
 
@@ -19,6 +21,7 @@ export class SuppressionsService {
     private readonly suppressions: SuppressionRepository,
     private readonly apps: AppsService,
     private readonly registry: UserSuppressions,
+    private readonly audit: AuditService,
   ) {}
 
   /** Fills this instance's copy of the list (at boot, and when the channel reconnects). */
@@ -61,11 +64,18 @@ export class SuppressionsService {
   }
 
   /** Lifts the suppression of one user (the id as sent by the app); false when it was not listed. */
-  async remove(appId: string, userId: string): Promise<boolean> {
+  async remove(appId: string, userId: string, actor: AuditActor): Promise<boolean> {
     const app = checkAppId(appId);
     const [stored] = await this.storedUserIds(app, [userId]);
     const hash = suppressionHash(await this.hashKey(), app, stored);
-    const removed = await this.suppressions.transaction((tx) => this.suppressions.remove(tx, app, hash));
+    const removed = await this.suppressions.transaction(async (tx) => {
+      const gone = await this.suppressions.remove(tx, app, hash);
+      if (gone) {
+        const entry = { action: 'suppression.removed' as const, actor, appId: app, details: { users: 1 } };
+        await this.audit.record(entry, tx);
+      }
+      return gone;
+    });
     await this.reloadApp(app);
     return removed;
   }
