@@ -52,7 +52,10 @@ export class EventsErasureStep implements ErasureStep {
           target.userIds,
           EVENT_BATCH,
         );
-        if (n < EVENT_BATCH) break;
+        // A short batch does not prove the partition done: after a crash, the dead process's last
+        // statement may still be running and take rows this one waited for. Only a look that
+        // finds none left ends the partition.
+        if (n < EVENT_BATCH && !(await this.events.anyLeft(name, target.appId, target.userIds))) break;
       }
     }
     return true;

@@ -50,4 +50,16 @@ export class EventErasureRepository {
     )) as { n: number }[];
     return row?.n ?? 0;
   }
+
+  /** Whether any event of `userIds` in `appId` is left in one partition. */
+  async anyLeft(partition: string, appId: string, userIds: string[]): Promise<boolean> {
+    if (!PARTITION_NAME.test(partition)) throw new Error(`not an events partition: ${partition}`);
+    const [row] = (await this.db.query(
+      `SELECT EXISTS (SELECT 1 FROM ${partition}
+                       WHERE app_id = $1 AND anonymous_user_id = ANY ($2::text[])
+                         AND received_at > '-infinity'::timestamptz) AS left`,
+      [appId, userIds],
+    )) as { left: boolean }[];
+    return row.left;
+  }
 }
