@@ -9,7 +9,9 @@
 // cluster running afterwards, for inspection), --profile (write a V8 CPU profile of the ingest
 // server to bench/.cache/profiles/ and list its hottest functions), --cli (only the admin CLI's
 // timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --pair (two
-// builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json).
+// builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json),
+// --erasure [--erasure-scale f] (only the erasure of a heavy user, bench/scenarios/erasure.mjs,
+// recorded in the `erasure` section of latest.json).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -109,6 +111,7 @@ async function main() {
 
   results.durationSeconds = (Date.now() - started) / 1000;
   results.cli = previousCliFigures();
+  results.erasure = previousFigures('erasure');
   results.targets = evaluateTargets(results);
   results.budget = budgetOf(results);
   results.correctness = correctness;
@@ -122,6 +125,14 @@ async function main() {
 }
 
 // The CLI figures come from `--cli` runs; a full run keeps the last ones.
+function previousFigures(section) {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(BENCH, 'results', 'latest.json'), 'utf8'))[section];
+  } catch {
+    return undefined;
+  }
+}
+
 function previousCliFigures() {
   try {
     return JSON.parse(fs.readFileSync(path.join(BENCH, 'results', 'latest.json'), 'utf8')).cli;
@@ -132,7 +143,12 @@ function previousCliFigures() {
 
 const run = flags.cli
   ? () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git }))
-  : main;
+  : flags.erasure
+    ? () =>
+        import('./scenarios/erasure.mjs').then((m) =>
+          m.erasureBenchmarkMain({ root: ROOT, log, git, scale: Number(flags['erasure-scale']) }),
+        )
+    : main;
 run().then(
   (code) => process.exit(code),
   (err) => {

@@ -247,6 +247,10 @@ describe('erasure of users (POST /api/v1/deletions)', () => {
         message: expect.any(String),
       },
     ]);
+    const metrics = (await request(t.http).get('/metrics')).text;
+    expect(metrics).toMatch(/^tally_deletions_total\{status="done"\} [1-9]/m);
+    expect(metrics).toMatch(/^tally_events_suppressed_total [1-9]/m);
+    expect(metrics).toMatch(/^tally_deletion_duration_seconds_count [1-9]/m);
     // The same id in another app is not suppressed.
     const elsewhere = await postIngest(t.http, otherIngestKey, { events: [event] });
     expect(elsewhere.body.accepted).toBe(1);

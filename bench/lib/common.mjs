@@ -22,6 +22,9 @@ export const { values: flags } = parseArgs({
     'keep-pg': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     cli: { type: 'boolean', default: false },
+    // Erasure of a heavy user (bench/scenarios/erasure.mjs); --erasure-scale shrinks its dataset.
+    erasure: { type: 'boolean', default: false },
+    'erasure-scale': { type: 'string', default: '1' },
     robustness: { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
     // Paired A/B of two builds (bench/scenarios/pair.mjs).
