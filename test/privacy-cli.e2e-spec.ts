@@ -1,27 +1,7 @@
 import request from 'supertest';
-import { loadConfig } from '@app/config/config';
-import { runCli } from '@app/cli/main';
 import { bearer, makeApiKey, makeApp, makeIngestKey, postIngest } from './factories';
-import { testEnv, useTestApp } from './support/test-app';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-async function cli(...argv: string[]): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(
-    argv,
-    { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) },
-    loadConfig(testEnv()),
-  );
-  const json: unknown = code === 0 && argv.includes('--json') ? JSON.parse(stdout) : undefined;
-  return { code, stdout, stderr, json };
-}
+import { runTestCli as cli } from './support/run-cli';
+import { useTestApp } from './support/test-app';
 
 describe('tally users delete and tally suppressions', () => {
   const t = useTestApp();

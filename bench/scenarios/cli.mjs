@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { connectionUrl, stop as stopCluster } from '../../src/database/embedded-pg.mjs';
 import { freePort, startServer } from '../lib/processes.mjs';
+import { recordSection } from '../lib/sections.mjs';
 
 const RUNS = 5;
 const WARMUP = 1;
@@ -151,16 +152,7 @@ export async function runCliBenchmark({ root, log, git }) {
 /** `npm run bench -- --cli`: measures, prints, and records the `cli` section of latest.json. */
 export async function cliBenchmarkMain({ root, log, git }) {
   const cli = await runCliBenchmark({ root, log, git });
-  const file = path.join(root, 'bench', 'results', 'latest.json');
-  let results = { schema: 1 };
-  try {
-    results = JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch {
-    /* no full run recorded yet */
-  }
-  results.cli = cli;
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
+  recordSection(root, 'cli', cli);
   const rows = Object.entries(cli.commands).map(
     ([name, c]) =>
       `  ${name.padEnd(20)} ${c.command.padEnd(26)} median ${c.medianSeconds.toFixed(3)} s  (min ${c.minSeconds.toFixed(3)}, max ${c.maxSeconds.toFixed(3)}), CPU ${c.medianCpuSeconds.toFixed(2)} s`,
@@ -170,7 +162,7 @@ export async function cliBenchmarkMain({ root, log, git }) {
       `Admin CLI, median of ${RUNS} runs, load average ${cli.loadAverage.before.toFixed(1)} → ${cli.loadAverage.after.toFixed(1)} on ${cli.cores} cores`,
       ...rows,
       ...cli.targets.map((t) => `  target ${t.command} ${t.target}: ${t.pass ? 'pass' : 'FAIL'}`),
-      `\nResults: ${path.relative(root, file)} (section "cli")`,
+      '\nResults: bench/results/latest.json (section "cli")',
     ].join('\n') + '\n',
   );
   return cli.targets.every((t) => t.pass) ? 0 : 1;

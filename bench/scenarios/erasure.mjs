@@ -14,12 +14,14 @@ import { performance } from 'node:perf_hooks';
 import { ensure, makeTemporaryDir, stop as stopCluster } from '../../src/database/embedded-pg.mjs';
 import { connect } from '../lib/db.mjs';
 import { cli, freePort, ingestHeaders, makeTenant, startServer } from '../lib/processes.mjs';
+import { recordSection } from '../lib/sections.mjs';
 
 const DAY_MS = 86_400_000;
 export const ERASURE_TARGETS = { secondsToDone: 60, ingestRatio: 0.8, hotPathMicrosPerEvent: 0.3 };
 const INGEST_CLIENTS = 4;
 const INGEST_BATCH = 100;
 const BASELINE_SECONDS = 8;
+const VICTIM = 'heavy-user-1';
 
 function dayString(ms) {
   return new Date(ms).toISOString().slice(0, 10);
@@ -145,66 +147,77 @@ function hotPathCost(root) {
   };
 }
 
+/** The server, two apps, the seeded dataset and its rollups. */
+async function prepare({ dist, url, plan, now, log }) {
+  const server = await startServer({ dist, databaseUrl: url });
+  const big = await makeTenant(dist, url, 'erasure-big');
+  const other = await makeTenant(dist, url, 'erasure-other');
+  const created = await cli(dist, url, [
+    'keys',
+    'create-api',
+    '--app',
+    big.appId,
+    '--scope',
+    'privacy:write',
+  ]);
+  const seeded = await seed(url, { appId: big.appId, victim: VICTIM, ...plan, now, log });
+  log(`erasure: ${seeded.total} events, ${seeded.victim} of the user; computing rollups`);
+  const computeStarted = performance.now();
+  await cli(dist, url, ['rollups', 'compute', '--app', big.appId]);
+  const rollupComputeSeconds = (performance.now() - computeStarted) / 1000;
+  return { server, big, other, privacyKey: created.key, seeded, rollupComputeSeconds };
+}
+
+/** Deletes the user through the API while the other app ingests; returns the ended deletion and the rates. */
+async function timeDeletion({ server, big, other, privacyKey }, log) {
+  const baselineEnd = performance.now() + BASELINE_SECONDS * 1000;
+  const baselineRate = await ingestLoad(
+    server.baseUrl,
+    other.ingestKey,
+    () => performance.now() > baselineEnd,
+  );
+  log(`erasure: other app's ingest without a deletion: ${baselineRate.toFixed(0)} events/s`);
+  let ended = false;
+  const during = ingestLoad(server.baseUrl, other.ingestKey, () => ended);
+  const auth = { authorization: `Bearer ${privacyKey}` };
+  const res = await fetch(`${server.baseUrl}/api/v1/deletions`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ appId: big.appId, anonymousUserIds: [VICTIM] }),
+  });
+  const accepted = performance.now();
+  const { id } = await res.json();
+  let deletion;
+  for (;;) {
+    deletion = await (await fetch(`${server.baseUrl}/api/v1/deletions/${id}`, { headers: auth })).json();
+    if (deletion.status === 'done' || deletion.status === 'failed') break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const secondsToDone = (performance.now() - accepted) / 1000;
+  ended = true;
+  const duringRate = await during;
+  log(
+    `erasure: done in ${secondsToDone.toFixed(1)} s; other app's ingest meanwhile ${duringRate.toFixed(0)} events/s`,
+  );
+  return { deletion, secondsToDone, baselineRate, duringRate };
+}
+
 export async function erasureBenchmarkMain({ root, log, git, scale = 1 }) {
   const dir = await makeTemporaryDir('bench-erasure');
   const { url } = await ensure(dir, await freePort());
-  const dist = path.join(root, 'dist');
-  const now = Date.now();
   const plan = { events: Math.round(2_000_000 * scale), victimEvents: Math.round(100_000 * scale), days: 30 };
-  let server;
+  let setup;
   try {
-    server = await startServer({ dist, databaseUrl: url });
-    const big = await makeTenant(dist, url, 'erasure-big');
-    const other = await makeTenant(dist, url, 'erasure-other');
-    const privacyKey = (
-      await cli(dist, url, ['keys', 'create-api', '--app', big.appId, '--scope', 'privacy:write'])
-    ).key;
-    const victim = 'heavy-user-1';
-    const seeded = await seed(url, { appId: big.appId, victim, ...plan, now, log });
-    log(`erasure: ${seeded.total} events, ${seeded.victim} of the user; computing rollups`);
-    const computeStarted = performance.now();
-    await cli(dist, url, ['rollups', 'compute', '--app', big.appId]);
-    const rollupSeconds = (performance.now() - computeStarted) / 1000;
-
-    const baselineEnd = performance.now() + BASELINE_SECONDS * 1000;
-    const baselineRate = await ingestLoad(
-      server.baseUrl,
-      other.ingestKey,
-      () => performance.now() > baselineEnd,
-    );
-    log(`erasure: other app's ingest without a deletion: ${baselineRate.toFixed(0)} events/s`);
-
-    let done = false;
-    const during = ingestLoad(server.baseUrl, other.ingestKey, () => done);
-    const res = await fetch(`${server.baseUrl}/api/v1/deletions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${privacyKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ appId: big.appId, anonymousUserIds: [victim] }),
-    });
-    const accepted = performance.now();
-    const { id } = await res.json();
-    let deletion;
-    for (;;) {
-      const got = await fetch(`${server.baseUrl}/api/v1/deletions/${id}`, {
-        headers: { authorization: `Bearer ${privacyKey}` },
-      });
-      deletion = await got.json();
-      if (deletion.status === 'done' || deletion.status === 'failed') break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    const secondsToDone = (performance.now() - accepted) / 1000;
-    done = true;
-    const duringRate = await during;
-    log(
-      `erasure: done in ${secondsToDone.toFixed(1)} s; other app's ingest meanwhile ${duringRate.toFixed(0)} events/s`,
-    );
+    setup = await prepare({ dist: path.join(root, 'dist'), url, plan, now: Date.now(), log });
+    const { deletion, secondsToDone, baselineRate, duringRate } = await timeDeletion(setup, log);
     const hot = hotPathCost(root);
+    const ratio = duringRate / baselineRate;
     const result = {
       timestamp: new Date().toISOString(),
       commit: git(['rev-parse', 'HEAD']),
       scale,
-      dataset: { ...plan, stored: seeded.total, userEvents: seeded.victim },
-      rollupComputeSeconds: rollupSeconds,
+      dataset: { ...plan, stored: setup.seeded.total, userEvents: setup.seeded.victim },
+      rollupComputeSeconds: setup.rollupComputeSeconds,
       deletion: {
         status: deletion.status,
         eventsDeleted: deletion.eventsDeleted,
@@ -217,29 +230,21 @@ export async function erasureBenchmarkMain({ root, log, git, scale = 1 }) {
         batch: INGEST_BATCH,
         baselineEventsPerSecond: baselineRate,
         duringDeletionEventsPerSecond: duringRate,
-        ratio: duringRate / baselineRate,
+        ratio,
       },
       hotPath: hot,
       targets: ERASURE_TARGETS,
       met: {
         secondsToDone: secondsToDone <= ERASURE_TARGETS.secondsToDone,
-        ingestRatio: duringRate / baselineRate >= ERASURE_TARGETS.ingestRatio,
+        ingestRatio: ratio >= ERASURE_TARGETS.ingestRatio,
         hotPath: hot.withoutSuppressionsMicrosPerEvent <= ERASURE_TARGETS.hotPathMicrosPerEvent,
       },
     };
     log(`erasure: ${JSON.stringify(result)}`);
-    const file = path.join(root, 'bench', 'results', 'latest.json');
-    let results = { schema: 1 };
-    try {
-      results = JSON.parse(fs.readFileSync(file, 'utf8'));
-    } catch {
-      // First figures of this machine.
-    }
-    results.erasure = result;
-    fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
-    return deletion.status === 'done' && seeded.victim === deletion.eventsDeleted ? 0 : 1;
+    recordSection(root, 'erasure', result);
+    return deletion.status === 'done' && setup.seeded.victim === deletion.eventsDeleted ? 0 : 1;
   } finally {
-    await server?.stop().catch(() => undefined);
+    await setup?.server.stop().catch(() => undefined);
     await stopCluster(dir).catch(() => undefined);
     fs.rmSync(dir, { recursive: true, force: true });
   }
