@@ -5,7 +5,7 @@ import type { AuditService } from '@app/audit/audit.service';
 import { DeletionRepository, DeletionRow } from './deletion.repository';
 import type { ErasureStep } from './erasure-steps';
 
-/** Attempts before a deletion is given up as `failed` (each after a restart or a poll). */
+/** Failed attempts before a deletion is given up as `failed` (a crash or a shutdown is not one). */
 export const MAX_ATTEMPTS = 10;
 
 export type RunOutcome = 'done' | 'failed' | 'busy' | 'not_ready' | 'stopped' | 'retry' | 'ended';
@@ -78,6 +78,7 @@ export class DeletionJob {
     } catch (err) {
       // The SQLSTATE, not the message: a message may quote a row's values.
       const code = sqlState(err) ?? (err as Error).name;
+      await this.deletions.countFailure(id).catch(() => undefined);
       this.logger.warn(`deletion ${id}: attempt ${row.attempts + 1} failed (${code}); it will be retried`);
       return 'retry';
     }

@@ -117,10 +117,15 @@ export class DeletionRepository {
 
   async markRunning(id: string): Promise<void> {
     await this.db.query(
-      `UPDATE deletions SET status = 'running', started_at = coalesce(started_at, now()), attempts = attempts + 1
+      `UPDATE deletions SET status = 'running', started_at = coalesce(started_at, now())
         WHERE id = $1 AND status IN ('pending', 'running')`,
       [id],
     );
+  }
+
+  /** Counts a failed attempt (an interruption by a crash or a shutdown is not one). */
+  async countFailure(id: string): Promise<void> {
+    await this.db.query(`UPDATE deletions SET attempts = attempts + 1 WHERE id = $1`, [id]);
   }
 
   async markStepDone(id: string, step: string): Promise<void> {

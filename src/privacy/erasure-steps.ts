@@ -78,7 +78,11 @@ export class RollupsErasureStep implements ErasureStep {
   async run(target: ErasureTarget): Promise<boolean> {
     const row = await this.deletions.find(target.deletionId);
     const days = row?.days ?? [];
-    if (days.length) await this.rollups.recomputeAfterRemoval(target.appId, days);
+    // A day at a time, so that a shutdown waits for one day at most; a resume recomputes them all.
+    for (const day of days) {
+      if (target.stopping()) return false;
+      await this.rollups.recomputeAfterRemoval(target.appId, [day]);
+    }
     await this.deletions.setDaysRecomputed(target.deletionId, days.length);
     return true;
   }
