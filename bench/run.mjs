@@ -11,7 +11,8 @@
 // timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --pair (two
 // builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json),
 // --erasure [--erasure-scale f] (only the erasure of a heavy user, bench/scenarios/erasure.mjs,
-// recorded in the `erasure` section of latest.json).
+// recorded in the `erasure` section of latest.json), --replica (reads on a hot standby against
+// reads on the primary, bench/scenarios/replica.mjs, recorded in the `replica` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -110,8 +111,9 @@ async function main() {
   }
 
   results.durationSeconds = (Date.now() - started) / 1000;
-  results.cli = previousCliFigures();
-  results.erasure = previousFigures('erasure');
+  results.cli = previousSection('cli');
+  results.replica = previousSection('replica');
+  results.erasure = previousSection('erasure');
   results.targets = evaluateTargets(results);
   results.budget = budgetOf(results);
   results.correctness = correctness;
@@ -124,18 +126,10 @@ async function main() {
   return correctness.every((c) => c.pass) ? 0 : 1;
 }
 
-// The CLI figures come from `--cli` runs; a full run keeps the last ones.
-function previousFigures(section) {
+// The CLI, replica and erasure figures come from their own runs; a full run keeps the last ones.
+function previousSection(name) {
   try {
-    return JSON.parse(fs.readFileSync(path.join(BENCH, 'results', 'latest.json'), 'utf8'))[section];
-  } catch {
-    return undefined;
-  }
-}
-
-function previousCliFigures() {
-  try {
-    return JSON.parse(fs.readFileSync(path.join(BENCH, 'results', 'latest.json'), 'utf8')).cli;
+    return JSON.parse(fs.readFileSync(path.join(BENCH, 'results', 'latest.json'), 'utf8'))[name];
   } catch {
     return undefined;
   }
@@ -143,12 +137,14 @@ function previousCliFigures() {
 
 const run = flags.cli
   ? () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git }))
-  : flags.erasure
-    ? () =>
-        import('./scenarios/erasure.mjs').then((m) =>
-          m.erasureBenchmarkMain({ root: ROOT, log, git, scale: Number(flags['erasure-scale']) }),
-        )
-    : main;
+  : flags.replica
+    ? () => import('./scenarios/replica.mjs').then((m) => m.replicaBenchmarkMain({ root: ROOT, log, git }))
+    : flags.erasure
+      ? () =>
+          import('./scenarios/erasure.mjs').then((m) =>
+            m.erasureBenchmarkMain({ root: ROOT, log, git, scale: Number(flags['erasure-scale']) }),
+          )
+      : main;
 run().then(
   (code) => process.exit(code),
   (err) => {

@@ -4,7 +4,7 @@ import request from 'supertest';
 import { DrainState } from '@app/ops/drain-state';
 import { RollupsScheduler } from '@app/rollups/rollups.scheduler';
 import { bearer, makeTenant } from './factories';
-import { useTestApp } from './support/test-app';
+import { testReplicaUrl, useTestApp } from './support/test-app';
 
 const DEPLOY = path.join(__dirname, '..', 'deploy');
 const GRAFANA = path.join(DEPLOY, 'grafana', 'tally.json');
@@ -41,7 +41,12 @@ function exported(name: string, declared: Map<string, string>): boolean {
 }
 
 describe('Grafana dashboard and Prometheus alert rules (deploy/)', () => {
-  const t = useTestApp({ ROLLUPS_ENABLED: 'true', ROLLUP_INTERVAL_SECONDS: '3600' });
+  // With a read replica, so that the replica routing's metrics are exported too.
+  const t = useTestApp({
+    ROLLUPS_ENABLED: 'true',
+    ROLLUP_INTERVAL_SECONDS: '3600',
+    DATABASE_READ_URL: testReplicaUrl(),
+  });
   let exposition: string;
 
   beforeAll(async () => {

@@ -1,27 +1,12 @@
 import request from 'supertest';
-import { getDataSourceToken } from '@nestjs/typeorm';
-import type { DataSource } from 'typeorm';
 import { DrainState } from '@app/ops/drain-state';
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import { RollupsScheduler } from '@app/rollups/rollups.scheduler';
-import { READ_DATA_SOURCE } from '@app/database/database.module';
 import { bearer, makeTenant } from './factories';
-import { startTestApp, testDatabaseUrl, useTestApp } from './support/test-app';
+import { startTestApp, useTestApp } from './support/test-app';
 import { Contract } from './support/contract';
 import { expectProblem } from './support/problem';
-
-/** The value of one sample line of a Prometheus exposition, or undefined. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(name)) continue;
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const present = (match[3] ?? '').split(/,(?=[a-zA-Z_]+=")/);
-    if (wanted.every((w) => present.includes(w))) return Number(match[4]);
-  }
-  return undefined;
-}
+import { sample } from './support/metrics';
 
 describe('health, readiness and metrics', () => {
   const t = useTestApp();
@@ -156,39 +141,6 @@ describe('health, readiness and metrics', () => {
 });
 
 describe('readiness failures', () => {
-  it('answers 503 service_unavailable naming the failed check when the read database is down', async () => {
-    // A distinct URL for the same database makes it "a different read database" to the check.
-    const readUrl = new URL(testDatabaseUrl());
-    readUrl.searchParams.set('application_name', 'tally-read-replica');
-    const t = await startTestApp({ DATABASE_READ_URL: readUrl.toString() });
-    try {
-      const contract = new Contract(t.app);
-      const ok = await request(t.http).get('/readyz');
-      expect(ok.status).toBe(200);
-      expect(ok.body.checks).toEqual({
-        shutdown: { status: 'up' },
-        database: { status: 'up' },
-        database_read: { status: 'up' },
-      });
-
-      await t.app.get<DataSource>(getDataSourceToken(READ_DATA_SOURCE)).destroy();
-      const res = await request(t.http).get('/readyz');
-      expectProblem(res, 503, 'service_unavailable');
-      expect(res.headers['retry-after']).toBe('5');
-      expect(res.body.failed).toEqual(['database_read']);
-      expect(res.body.checks).toEqual({
-        shutdown: { status: 'up' },
-        database: { status: 'up' },
-        database_read: { status: 'down' },
-      });
-      // Failure messages (hosts, ports) stay in the log.
-      expect(JSON.stringify(res.body)).not.toContain('127.0.0.1');
-      contract.expect(res, 'get', '/readyz');
-    } finally {
-      await t.close();
-    }
-  });
-
   it('answers 503 with failed shutdown while draining, and asks clients to close the connection', async () => {
     const t = await startTestApp();
     try {

@@ -25,6 +25,8 @@ export const { values: flags } = parseArgs({
     // Erasure of a heavy user (bench/scenarios/erasure.mjs); --erasure-scale shrinks its dataset.
     erasure: { type: 'boolean', default: false },
     'erasure-scale': { type: 'string', default: '1' },
+    // Reads on a hot standby against reads on the primary (bench/scenarios/replica.mjs).
+    replica: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
     // Paired A/B of two builds (bench/scenarios/pair.mjs).

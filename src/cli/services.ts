@@ -87,8 +87,11 @@ function buildRollups(dataSource: DataSource, config: AppConfig): RollupsService
     require('../rollups/rollup.repository') as typeof import('../rollups/rollup.repository');
   const { RollupComputationRepository } =
     require('../rollups/rollup-computation.repository') as typeof import('../rollups/rollup-computation.repository');
+  const { FixedReadDatabase } =
+    require('../database/read-database') as typeof import('../database/read-database');
   return new RollupsService(
-    new RollupRepository(dataSource),
+    // The CLI reads the primary.
+    new RollupRepository(new FixedReadDatabase(dataSource)),
     new RollupComputationRepository(dataSource),
     config,
   );

@@ -20,6 +20,9 @@ describe('loadConfig', () => {
     expect(c.lookupSummaryIntervalMs).toBe(2_000);
     expect(c.keyCacheTtlMs).toBeLessThanOrEqual(30_000);
     expect(c.dashboardEnabled).toBe(true);
+    expect(c.databaseReadUrl).toBeUndefined();
+    expect(c.readMaxLagMs).toBe(30_000);
+    expect(c.readReturnChecks).toBe(5);
   });
 
   it('runs one ingest statement per core, 2 to 4, beside a database on this machine, and 4 against one elsewhere', () => {
@@ -60,6 +63,10 @@ describe('loadConfig', () => {
     ['READ_STATEMENT_TIMEOUT_MS', '0'],
     ['READ_MAX_CONCURRENT_PER_KEY', '0'],
     ['READ_TIME_MS_PER_SECOND', '0'],
+    ['DATABASE_READ_URL', 'http://replica'],
+    ['READ_MAX_LAG_MS', 'soon'],
+    ['READ_MAX_LAG_MS', '0'],
+    ['READ_RETURN_CHECKS', '0'],
   ])('refuses %s=%s with a message naming the variable', (name, value) => {
     let error: unknown;
     try {

@@ -24,6 +24,10 @@ export interface AppConfig {
 
   databaseUrl: string | undefined;
   databaseReadUrl: string | undefined;
+  /** Replica lag past which reads go to the primary (ms). */
+  readMaxLagMs: number;
+  /** Healthy replica checks in a row (one a second) before reads return to it. */
+  readReturnChecks: number;
   databasePoolSize: number;
   databaseStatementTimeoutMs: number;
   embeddedPgDir: string;
@@ -273,6 +277,8 @@ function readConfig(env: Env): AppConfig {
 
     databaseUrl,
     databaseReadUrl: url(env, 'DATABASE_READ_URL', ['postgres:', 'postgresql:']),
+    readMaxLagMs: int(env, 'READ_MAX_LAG_MS', 30_000, 100, 86_400_000),
+    readReturnChecks: int(env, 'READ_RETURN_CHECKS', 5, 1, 3_600),
     databasePoolSize,
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
     embeddedPgDir: path.resolve(raw(env, 'EMBEDDED_PG_DIR') ?? '.data'),

@@ -1,9 +1,11 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import type { DataSource } from 'typeorm';
 import type { AppConfig } from '@app/config/config';
-import { dataSourceOptions } from './data-source';
+import { dataSourceOptions, DataSourceSettings } from './data-source';
+import { FixedReadDatabase, ReadDatabase, ReplicaReadDatabase } from './read-database';
 
-/** The name of the DataSource that serves the read endpoints (a replica when configured). */
+/** The name of the primary's DataSource for the read endpoints (see ReadDatabase for the replica). */
 export const READ_DATA_SOURCE = 'read';
 
 @Module({})
@@ -15,26 +17,40 @@ export class DatabaseModule {
       poolSize: config.databasePoolSize,
       statementTimeoutMs: config.databaseStatementTimeoutMs,
     };
+    const read: DataSourceSettings = {
+      ...primary,
+      applicationName: 'tally-read',
+      // Its own pool, so that this shorter timeout never touches ingest or the rollup task.
+      statementTimeoutMs: config.readStatementTimeoutMs,
+      // One read runs on one core: a parallel scan would let a single tenant's read take
+      // every core of the database for its duration.
+      maxParallelWorkers: 0,
+    };
+    const replicaUrl = config.databaseReadUrl;
     return {
       module: DatabaseModule,
+      // ReadDatabase, like TypeORM's DataSources, is reachable from every feature module.
+      global: true,
       imports: [
         TypeOrmModule.forRoot({ ...dataSourceOptions(primary), autoLoadEntities: true }),
-        TypeOrmModule.forRoot({
-          ...dataSourceOptions({
-            ...primary,
-            url: config.databaseReadUrl ?? config.databaseUrl,
-            applicationName: 'tally-read',
-            // Its own pool, so that this shorter timeout never touches ingest or the rollup task.
-            statementTimeoutMs: config.readStatementTimeoutMs,
-            // One read runs on one core: a parallel scan would let a single tenant's read take
-            // every core of the database for its duration.
-            maxParallelWorkers: 0,
-          }),
-          name: READ_DATA_SOURCE,
-          autoLoadEntities: true,
-        }),
+        TypeOrmModule.forRoot({ ...dataSourceOptions(read), name: READ_DATA_SOURCE, autoLoadEntities: true }),
       ],
-      exports: [TypeOrmModule],
+      providers: [
+        {
+          provide: ReadDatabase,
+          inject: [getDataSourceToken(READ_DATA_SOURCE)],
+          useFactory: (primaryRead: DataSource): ReadDatabase =>
+            replicaUrl && replicaUrl !== config.databaseUrl
+              ? new ReplicaReadDatabase(primaryRead, {
+                  primaryUrl: primary.url,
+                  replica: { ...read, url: replicaUrl, applicationName: 'tally-read-replica' },
+                  maxLagMs: config.readMaxLagMs,
+                  returnAfterChecks: config.readReturnChecks,
+                })
+              : new FixedReadDatabase(primaryRead),
+        },
+      ],
+      exports: [TypeOrmModule, ReadDatabase],
     };
   }
 }

@@ -45,3 +45,32 @@ export function isTransientDatabaseError(err: unknown): boolean {
 export function isStatementTimeout(err: unknown): boolean {
   return !!err && typeof err === 'object' && sqlState(err) === '57014';
 }
+
+// What a read that lost its server looks like: the connection was refused, reset or closed
+// (SQLSTATE class 08, a server shutting down or starting, 57P01–57P03).
+const CONNECTION_SQLSTATES = new Set(['57P01', '57P02', '57P03']);
+const CONNECTION_MESSAGES = TRANSIENT_MESSAGES.filter((m) => m !== 'no partition of relation');
+
+/** True when a database error means the server (not the statement) failed: another server may answer. */
+export function isConnectionError(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false;
+  const code = sqlState(err);
+  if (code && (TRANSIENT_NODE_CODES.has(code) || CONNECTION_SQLSTATES.has(code) || code.startsWith('08'))) {
+    return true;
+  }
+  const message = (err as Error).message ?? '';
+  return CONNECTION_MESSAGES.some((m) => message.includes(m));
+}
+
+/**
+ * True when a standby cancelled a statement because replay had to remove rows it still needed
+ * (SQLSTATE 40001 or 40P01 "conflict with recovery"): the statement can run elsewhere, the
+ * standby itself is fine.
+ */
+export function isRecoveryConflict(err: unknown): boolean {
+  const code = sqlState(err);
+  return (
+    (code === '40001' || code === '40P01') &&
+    ((err as Error).message ?? '').includes('conflict with recovery')
+  );
+}

@@ -1,7 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
-import { READ_DATA_SOURCE } from '@app/database/database.module';
+import { ReadDatabase } from '@app/database/read-database';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import type { CursorPosition } from './cursor';
 
@@ -48,13 +46,13 @@ function microsLiteral(us: bigint): string {
 
 @Injectable()
 export class EventRepository {
-  constructor(@InjectDataSource(READ_DATA_SOURCE) private readonly db: DataSource) {}
+  constructor(private readonly read: ReadDatabase) {}
 
   /** The shared secret that signs cursors. */
   async cursorSecret(): Promise<Buffer> {
-    const rows = (await this.db.query(`SELECT value FROM server_secrets WHERE name = 'cursor'`)) as {
-      value: Buffer;
-    }[];
+    const rows = (await this.read.run((db) =>
+      db.query(`SELECT value FROM server_secrets WHERE name = 'cursor'`),
+    )) as { value: Buffer }[];
     if (!rows.length) throw new Error('server_secrets has no cursor row');
     return rows[0].value;
   }
@@ -101,8 +99,9 @@ export class EventRepository {
     params.push(limit);
     // The ORDER BY names the table's columns: the bare `id` would be the text output column,
     // which sorts 100000 before 99999 and would not match the cursor's numeric comparison.
-    return (await this.db.query(
-      `SELECT id::text AS id, app_id, event_name, anonymous_user_id, session_id,
+    return (await this.read.run((db) =>
+      db.query(
+        `SELECT id::text AS id, app_id, event_name, anonymous_user_id, session_id,
               event_time::text AS event_time,
               floor(extract(epoch FROM ts) * 1000)::bigint::text AS ts_ms,
               (extract(epoch FROM received_at) * 1000000)::bigint::text AS received_us,
@@ -113,7 +112,8 @@ export class EventRepository {
         WHERE ${where.join(' AND ')}
         ORDER BY events.received_at DESC, events.id DESC
         LIMIT $${params.length}`,
-      params,
+        params,
+      ),
     )) as EventRow[];
   }
 }

@@ -6,7 +6,18 @@ import { Readiness, ReadinessService } from './readiness.service';
 const CHECK_SCHEMA = {
   type: 'object',
   required: ['status'],
-  properties: { status: { type: 'string', enum: ['up', 'down', 'degraded'] } },
+  properties: {
+    status: { type: 'string', enum: ['up', 'down', 'degraded'] },
+    target: {
+      type: 'string',
+      enum: ['replica', 'primary'],
+      description: '`database_read` only: the database that serves reads now.',
+    },
+    lagSeconds: {
+      type: ['number', 'null'],
+      description: "`database_read` only: the replica's lag at the last check; null when it was unreachable.",
+    },
+  },
 };
 
 @ApiTags(API_TAGS.operations)
@@ -39,12 +50,15 @@ export class HealthController {
   @ApiOperation({
     summary: 'Readiness',
     description:
-      'Checks the primary database, the read database when it is a different one, and Redis when ' +
-      'configured. An unreachable Redis only degrades readiness: rate limits then count per instance. ' +
+      'Checks the primary database, and Redis when configured. An unreachable Redis only degrades ' +
+      'readiness: rate limits then count per instance. With a read replica (`DATABASE_READ_URL`), ' +
+      "`database_read` reports where reads go now (`target`) and the replica's last lag (`lagSeconds`); " +
+      'it is `degraded` while reads are on the primary, which never makes the service unready. ' +
       'Answers 503 while the process drains on SIGTERM.',
   })
   @ApiOkResponse({
-    description: 'Ready to serve traffic (`degraded` when Redis is unreachable).',
+    description:
+      'Ready to serve traffic (`degraded` when Redis is unreachable or reads are off the replica).',
     schema: {
       type: 'object',
       required: ['status', 'checks'],
@@ -56,7 +70,7 @@ export class HealthController {
   })
   @ApiProblemResponse(
     503,
-    'Not ready. `failed` names the failed checks (`database`, `database_read`, `shutdown`); `checks` holds every status.',
+    'Not ready. `failed` names the failed checks (`database`, `shutdown`); `checks` holds every status.',
     ['Retry-After'],
   )
   ready(): Promise<Readiness> {

@@ -3,6 +3,7 @@ import { TerminusModule } from '@nestjs/terminus';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { READ_DATA_SOURCE } from '@app/database/database.module';
+import { ReadDatabase } from '@app/database/read-database';
 import { RateLimitStoreModule } from '@app/common/rate-limit/rate-limit.module';
 import { MetricsModule } from '@app/common/metrics/metrics.module';
 import { MetricsService, PoolStats } from '@app/common/metrics/metrics.service';
@@ -12,6 +13,7 @@ import { HttpMetricsMiddleware } from './http-metrics.middleware';
 import { HealthController } from './health.controller';
 import { MetricsController } from './metrics.controller';
 import { ReadinessService } from './readiness.service';
+import { watchReadRoute } from './read-route.metrics';
 
 // TypeORM's postgres driver keeps its `pg` Pool in `master` (typed `any` there).
 function poolOf(dataSource: DataSource): () => PoolStats | undefined {
@@ -31,12 +33,18 @@ export class OpsModule implements NestModule, OnModuleInit {
     @InjectDataSource() private readonly primary: DataSource,
     @InjectDataSource(READ_DATA_SOURCE) private readonly read: DataSource,
     private readonly readiness: ReadinessService,
+    private readonly readDatabase: ReadDatabase,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   onModuleInit(): void {
     this.metrics.watchPool('primary', poolOf(this.primary));
     this.metrics.watchPool('read', poolOf(this.read));
+    this.metrics.watchPool('replica', () => {
+      const replica = this.readDatabase.replicaDataSource();
+      return replica ? poolOf(replica)() : undefined;
+    });
+    watchReadRoute(this.metrics.registry, this.readDatabase, this.config.readMaxLagMs);
     this.metrics.watchReadiness(() =>
       this.readiness.check().then(
         () => true,

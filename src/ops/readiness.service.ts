@@ -5,7 +5,7 @@ import type { HealthCheckResult, HealthIndicatorFunction } from '@nestjs/terminu
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
-import { READ_DATA_SOURCE } from '@app/database/database.module';
+import { ReadDatabase, ReadTarget } from '@app/database/read-database';
 import { RateLimitStore } from '@app/common/rate-limit/rate-limit.store';
 import { RedisRateLimitStore } from '@app/common/rate-limit/redis-rate-limit.store';
 import { DrainState } from './drain-state';
@@ -15,15 +15,26 @@ const RETRY_AFTER_SECONDS = 5;
 
 export type CheckStatus = 'up' | 'down' | 'degraded';
 
+export interface CheckState {
+  status: CheckStatus;
+  /** `database_read` only: which database serves reads now, and the replica's last lag. */
+  target?: ReadTarget;
+  lagSeconds?: number | null;
+}
+
 export interface Readiness {
   status: 'ok' | 'degraded';
-  checks: Record<string, { status: CheckStatus }>;
+  checks: Record<string, CheckState>;
 }
 
 /**
- * Readiness: the primary database, the read database when it is a different one, Redis when
+ * Readiness: the primary database, the read replica when one is configured, Redis when
  * configured, and whether the process is draining. Only statuses leave the process; failure
  * messages (host names, addresses) go to the log.
+ *
+ * The replica never makes the service unready: while it is unreachable or too far behind, reads
+ * go to the primary, and `database_read` is `degraded` with `target: "primary"`. Its state is
+ * the read routing's last check (once a second), so /readyz costs the replica nothing.
  */
 @Injectable()
 export class ReadinessService {
@@ -34,7 +45,7 @@ export class ReadinessService {
     private readonly indicators: HealthIndicatorService,
     private readonly typeorm: TypeOrmHealthIndicator,
     @InjectDataSource() private readonly primary: DataSource,
-    @InjectDataSource(READ_DATA_SOURCE) private readonly read: DataSource,
+    private readonly read: ReadDatabase,
     private readonly store: RateLimitStore,
     private readonly drain: DrainState,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -48,10 +59,13 @@ export class ReadinessService {
       },
       () => this.typeorm.pingCheck('database', { connection: this.primary }).withTimeout(CHECK_TIMEOUT_MS),
     ];
-    if (this.config.databaseReadUrl && this.config.databaseReadUrl !== this.config.databaseUrl) {
-      checks.push(() =>
-        this.typeorm.pingCheck('database_read', { connection: this.read }).withTimeout(CHECK_TIMEOUT_MS),
-      );
+    const replica = this.read.status();
+    if (replica) {
+      checks.push(() => {
+        const session = this.indicators.check('database_read');
+        const state = { target: replica.target, lagSeconds: replica.lagSeconds };
+        return replica.target === 'replica' ? session.up(state) : session.degraded(state);
+      });
     }
     const store = this.store;
     if (store instanceof RedisRateLimitStore) {
@@ -91,8 +105,14 @@ export class ReadinessService {
   }
 }
 
-function statuses(result: HealthCheckResult): Record<string, { status: CheckStatus }> {
+function statuses(result: HealthCheckResult): Record<string, CheckState> {
   return Object.fromEntries(
-    Object.entries(result.details).map(([name, detail]) => [name, { status: detail.status as CheckStatus }]),
+    Object.entries(result.details).map(([name, detail]) => {
+      const state: CheckState = { status: detail.status as CheckStatus };
+      // The read route's fields only: other details may hold failure messages.
+      if (name === 'database_read')
+        Object.assign(state, { target: detail.target, lagSeconds: detail.lagSeconds });
+      return [name, state];
+    }),
   );
 }

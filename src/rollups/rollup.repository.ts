@@ -1,7 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
-import { READ_DATA_SOURCE } from '@app/database/database.module';
+import { ReadDatabase } from '@app/database/read-database';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 
 export interface RollupFilters {
@@ -78,7 +76,7 @@ interface PgClient {
 /** Reads of the `rollups` table for the read endpoint. */
 @Injectable()
 export class RollupRepository {
-  constructor(@InjectDataSource(READ_DATA_SOURCE) private readonly db: DataSource) {}
+  constructor(private readonly read: ReadDatabase) {}
 
   async list(appId: string, filters: RollupFilters): Promise<RollupRow[]> {
     const values = [
@@ -88,15 +86,16 @@ export class RollupRepository {
       filters.eventName ?? null,
       filters.testMode === 'all' ? null : filters.testMode === 'true',
     ];
-    // The driver's client directly, for a named (prepared) statement and array rows.
-    const runner = this.db.createQueryRunner();
-    let rows: ListRow[];
-    try {
-      const client = (await runner.connect()) as PgClient;
-      rows = (await client.query({ name: LIST_NAME, text: LIST, values, rowMode: 'array' })).rows;
-    } finally {
-      await runner.release();
-    }
+    const rows = await this.read.run(async (db) => {
+      // The driver's client directly, for a named (prepared) statement and array rows.
+      const runner = db.createQueryRunner();
+      try {
+        const client = (await runner.connect()) as PgClient;
+        return (await client.query({ name: LIST_NAME, text: LIST, values, rowMode: 'array' })).rows;
+      } finally {
+        await runner.release();
+      }
+    });
     return rows.map(toRollupRow);
   }
 }

@@ -22,6 +22,16 @@ export function testDatabaseUrl(): string {
   return url;
 }
 
+/**
+ * The test database under a URL of its own, which the service takes for a read replica
+ * (DATABASE_READ_URL): not a standby, so its lag is 0. test:replica runs a real one.
+ */
+export function testReplicaUrl(): string {
+  const url = new URL(testDatabaseUrl());
+  url.searchParams.set('application_name', 'tally-replica-under-test');
+  return url.toString();
+}
+
 /** Environment for a test server: the test database, quiet logs, no scheduled work. */
 export function testEnv(env: Record<string, string> = {}): Record<string, string> {
   return {

@@ -113,7 +113,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description Checks the primary database, the read database when it is a different one, and Redis when configured. An unreachable Redis only degrades readiness: rate limits then count per instance. Answers 503 while the process drains on SIGTERM.
+         * @description Checks the primary database, and Redis when configured. An unreachable Redis only degrades readiness: rate limits then count per instance. With a read replica (`DATABASE_READ_URL`), `database_read` reports where reads go now (`target`) and the replica's last lag (`lagSeconds`); it is `degraded` while reads are on the primary, which never makes the service unready. Answers 503 while the process drains on SIGTERM.
          */
         get: operations["HealthController_ready"];
         put?: never;
@@ -899,7 +899,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Ready to serve traffic (`degraded` when Redis is unreachable). */
+            /** @description Ready to serve traffic (`degraded` when Redis is unreachable or reads are off the replica). */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -912,6 +912,13 @@ export interface operations {
                             [key: string]: {
                                 /** @enum {string} */
                                 status: "up" | "down" | "degraded";
+                                /**
+                                 * @description `database_read` only: the database that serves reads now.
+                                 * @enum {string}
+                                 */
+                                target?: "replica" | "primary";
+                                /** @description `database_read` only: the replica's lag at the last check; null when it was unreachable. */
+                                lagSeconds?: number | null;
                             };
                         };
                     };
@@ -926,7 +933,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Not ready. `failed` names the failed checks (`database`, `database_read`, `shutdown`); `checks` holds every status. */
+            /** @description Not ready. `failed` names the failed checks (`database`, `shutdown`); `checks` holds every status. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */

@@ -1,0 +1,12 @@
+/** The value of one sample line of a Prometheus exposition, or undefined (twin: metrics.mjs). */
+export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const present = (match[3] ?? '').split(/,(?=[a-zA-Z_]+=")/);
+    if (wanted.every((w) => present.includes(w))) return Number(match[4]);
+  }
+  return undefined;
+}
