@@ -10,6 +10,9 @@ export function suppressionHash(key: Buffer, appId: string, userId: string): Buf
   return createHmac('sha256', key).update(appId).update('\n').update(userId).digest();
 }
 
+/** User ids whose answer one app's matcher remembers (about 1 MB at most). */
+const MATCHER_MEMO = 10_000;
+
 /** Tests a stored user id against one app's suppressions. */
 export type SuppressionMatcher = (userId: string) => boolean;
 
@@ -30,6 +33,7 @@ export class UserSuppressions {
   /** The HMAC key; until it is set, nothing is suppressed. */
   setKey(key: Buffer): void {
     this.key = key;
+    this.matchers.clear();
   }
 
   /** Replaces one app's list (hex hashes). */
@@ -53,7 +57,18 @@ export class UserSuppressions {
     let match = this.matchers.get(appId);
     if (match === undefined) {
       const hashes = this.byApp.get(appId)!;
-      match = (userId) => hashes.has(suppressionHash(key, appId, userId).toString('hex'));
+      // Most events come from users seen shortly before: remember their answers rather than
+      // compute an HMAC per event. A change of the app's list builds a new matcher.
+      const seen = new Map<string, boolean>();
+      match = (userId) => {
+        let hit = seen.get(userId);
+        if (hit === undefined) {
+          hit = hashes.has(suppressionHash(key, appId, userId).toString('hex'));
+          if (seen.size >= MATCHER_MEMO) seen.clear();
+          seen.set(userId, hit);
+        }
+        return hit;
+      };
       this.matchers.set(appId, match);
     }
     return match;
