@@ -71,6 +71,7 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
         apps,
         audit,
         (rollups ??= buildRollups(dataSource, resolved)),
+        resolved.erasurePausePercent,
       ));
     },
     close,

@@ -14,6 +14,8 @@ export interface DeletionJobHooks {
   /** Called in the transaction that ends the deletion (the audit entry commits with it). */
   ended?(tx: EntityManager, row: DeletionRow): Promise<void>;
   metrics?: { ended(status: 'done' | 'failed', seconds: number): void };
+  /** ERASURE_PAUSE_PERCENT: the pause after each piece of work, in percent of its time. */
+  pausePercent?: number;
 }
 
 /** The audit entry of a deletion's end, under the actor who requested it. */
@@ -66,7 +68,17 @@ export class DeletionJob {
     if (row.notBefore > now) return 'not_ready';
     if (row.attempts >= MAX_ATTEMPTS) return this.end(row, 'failed', 'gave up after repeated failures');
     await this.deletions.markRunning(id);
-    const target = { deletionId: id, appId: row.appId, userIds: row.userIds ?? [], stopping: this.stopping };
+    const pausePercent = this.hooks.pausePercent ?? 0;
+    const target = {
+      deletionId: id,
+      appId: row.appId,
+      userIds: row.userIds ?? [],
+      stopping: this.stopping,
+      pace: (workMs: number) =>
+        pausePercent > 0 && !this.stopping()
+          ? new Promise<void>((resolve) => setTimeout(resolve, (workMs * pausePercent) / 100))
+          : Promise.resolve(),
+    };
     try {
       for (const step of this.steps) {
         if (row.stepsDone.includes(step.name)) continue;

@@ -11,6 +11,8 @@ export interface ErasureTarget {
   userIds: string[];
   /** True once the process is shutting down: a step may stop early, it is run again on resume. */
   stopping(): boolean;
+  /** Called after each piece of work with its duration: pauses to leave the machine to ingest. */
+  pace(workMs: number): Promise<void>;
 }
 
 /**
@@ -45,6 +47,7 @@ export class EventsErasureStep implements ErasureStep {
     for (const { name } of partitions) {
       for (;;) {
         if (target.stopping()) return false;
+        const started = Date.now();
         const n = await this.events.deleteBatch(
           name,
           target.deletionId,
@@ -56,6 +59,7 @@ export class EventsErasureStep implements ErasureStep {
         // statement may still be running and take rows this one waited for. Only a look that
         // finds none left ends the partition.
         if (n < EVENT_BATCH && !(await this.events.anyLeft(name, target.appId, target.userIds))) break;
+        await target.pace(Date.now() - started);
       }
     }
     return true;
@@ -81,7 +85,9 @@ export class RollupsErasureStep implements ErasureStep {
     // A day at a time, so that a shutdown waits for one day at most; a resume recomputes them all.
     for (const day of days) {
       if (target.stopping()) return false;
+      const started = Date.now();
       await this.rollups.recomputeAfterRemoval(target.appId, [day]);
+      await target.pace(Date.now() - started);
     }
     await this.deletions.setDaysRecomputed(target.deletionId, days.length);
     return true;

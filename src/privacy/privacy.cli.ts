@@ -28,6 +28,7 @@ export function buildCliPrivacy(
   apps: AppsService,
   audit: AuditService,
   rollups: RollupsService,
+  pausePercent: number,
 ): CliPrivacy {
   const deletionRepo = new DeletionRepository(db);
   const suppressions = new SuppressionsService(
@@ -41,7 +42,7 @@ export function buildCliPrivacy(
     new EventsErasureStep(new PartitionRepository(db), new EventErasureRepository(db)),
     new RollupsErasureStep(deletionRepo, rollups),
   ];
-  const job = new DeletionJob(deletionRepo, steps, { ended: deletionEnded(audit) });
+  const job = new DeletionJob(deletionRepo, steps, { ended: deletionEnded(audit), pausePercent });
   const runToEnd = async (id: string): Promise<DeletionView> => {
     for (;;) {
       const outcome = await job.run(id);

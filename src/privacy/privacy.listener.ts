@@ -47,7 +47,7 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
     this.job = new DeletionJob(
       deletions,
       steps,
-      { metrics, ended: deletionEnded(audit) },
+      { metrics, ended: deletionEnded(audit), pausePercent: config.erasurePausePercent },
       () => this.stopping,
     );
   }
