@@ -20,6 +20,7 @@ const SRC_FOLDERS = [
   'ops',
   'dashboard',
   'cli',
+  'privacy',
 ];
 const FOUNDATION = ['config', 'common', 'database'];
 const ALLOWED_IMPORTS = {
@@ -34,7 +35,8 @@ const ALLOWED_IMPORTS = {
   storage: FOUNDATION,
   ops: FOUNDATION,
   dashboard: FOUNDATION,
-  cli: [...FOUNDATION, 'audit', 'auth', 'rollups'],
+  cli: [...FOUNDATION, 'audit', 'auth', 'rollups', 'privacy', 'storage'],
+  privacy: [...FOUNDATION, 'audit', 'auth', 'ingest', 'rollups', 'storage'],
 };
 
 function boundaryRules(folder) {

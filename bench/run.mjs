@@ -17,7 +17,8 @@
 // the `timezones` section of latest.json), --noisy-neighbours (one key's expensive reads or stalled
 // uploads against another app's latency, bench/scenarios/noisy-neighbours.mjs), --name-bound (the
 // ingest CPU cost of INGEST_MAX_EVENT_NAMES_PER_DAY alone, bench/scenarios/name-bound.mjs, the
-// `nameBound` section of latest.json).
+// `nameBound` section of latest.json), --erasure [--erasure-scale f] (only the erasure of a heavy
+// user, bench/scenarios/erasure.mjs, the `erasure` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -124,9 +125,7 @@ async function main() {
   }
 
   results.durationSeconds = (Date.now() - started) / 1000;
-  results.cli = previousSection('cli');
-  results.timezones = previousSection('timezones');
-  results.replica = previousSection('replica');
+  for (const [name, section] of Object.entries(STANDALONE_SECTIONS)) results[name] = previousSection(section);
   results.targets = evaluateTargets(results);
   results.budget = budgetOf(results);
   results.correctness = correctness;
@@ -139,8 +138,11 @@ async function main() {
   return correctness.every((c) => c.pass) ? 0 : 1;
 }
 
-// The CLI, replica and time zone figures come from `--cli`, `--replica` and `--timezones` runs; a full
-// run keeps the last ones.
+// The figures of the modes that run alone come from their own runs; a full run keeps the last ones.
+const STANDALONE_SECTIONS = Object.fromEntries(
+  ['cli', 'timezones', 'replica', 'erasure', 'isolation', 'nameBound', 'export', 'plans'].map((n) => [n, n]),
+);
+
 function previousSection(name) {
   try {
     return JSON.parse(fs.readFileSync(path.join(BENCH, 'results', 'latest.json'), 'utf8'))[name];
@@ -160,7 +162,12 @@ const run = flags.cli
             import('./scenarios/noisy-neighbours.mjs').then((m) =>
               m.noisyNeighboursMain({ root: ROOT, log, quick: QUICK }),
             )
-        : main;
+        : flags.erasure
+          ? () =>
+              import('./scenarios/erasure.mjs').then((m) =>
+                m.erasureBenchmarkMain({ root: ROOT, log, git, scale: Number(flags['erasure-scale']) }),
+              )
+          : main;
 run().then(
   (code) => process.exit(code),
   (err) => {

@@ -7,6 +7,7 @@ import { EventsLookupsWithoutBloom1763830000000 } from './1763830000000-events-l
 import { EventsPayloadJson1763840000000 } from './1763840000000-events-payload-json';
 import { EventsNameIndexEndedDays1763850000000 } from './1763850000000-events-name-index-ended-days';
 import { AuditLog1763860000000 } from './1763860000000-audit-log';
+import { Erasure1763880000000 } from './1763880000000-erasure';
 import { AppTimezones1763890000000 } from './1763890000000-app-timezones';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
@@ -21,5 +22,6 @@ export const MIGRATIONS = [
   EventsPayloadJson1763840000000,
   EventsNameIndexEndedDays1763850000000,
   AuditLog1763860000000,
+  Erasure1763880000000,
   AppTimezones1763890000000,
 ];

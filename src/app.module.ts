@@ -14,6 +14,7 @@ import { EventsModule } from './events/events.module';
 import { RollupsModule } from './rollups/rollups.module';
 import { OpsModule } from './ops/ops.module';
 import { StorageModule } from './storage/storage.module';
+import { PrivacyModule } from './privacy/privacy.module';
 
 export interface AppOptions {
   /** Where the log lines go instead of stdout. */
@@ -39,6 +40,7 @@ export class AppModule {
         StorageModule,
         RollupsModule,
         OpsModule,
+        PrivacyModule,
         ...(config.dashboardEnabled ? [DashboardModule] : []),
       ],
     };

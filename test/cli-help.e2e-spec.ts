@@ -18,6 +18,9 @@ const COMMANDS = [
   ['keys', 'revoke'],
   ['keys', 'rotate'],
   ['rollups', 'compute'],
+  ['users', 'delete'],
+  ['suppressions', 'list'],
+  ['suppressions', 'remove'],
   ['seed'],
   ['migrate'],
   ['completion'],
@@ -94,6 +97,8 @@ describe('admin CLI help and usage errors', () => {
     ['apps', ['create', 'list']],
     ['keys', ['create-ingest', 'create-api', 'list', 'revoke', 'rotate']],
     ['rollups', ['compute']],
+    ['users', ['delete']],
+    ['suppressions', ['list', 'remove']],
   ])(
     'a group without a command (`%s`) prints the group’s help on stderr and exits 2',
     async (group, subs) => {
@@ -176,7 +181,19 @@ printf '%s\\n' "\${COMPREPLY[@]}"`;
       return stdout.trim().split('\n').sort();
     };
     expect(await complete('')).toEqual(
-      ['--help', 'apps', 'audit', 'completion', 'help', 'keys', 'migrate', 'rollups', 'seed'].sort(),
+      [
+        '--help',
+        'apps',
+        'audit',
+        'completion',
+        'help',
+        'keys',
+        'migrate',
+        'rollups',
+        'seed',
+        'suppressions',
+        'users',
+      ].sort(),
     );
     expect(await complete('keys', 'r')).toEqual(['revoke', 'rotate']);
     expect(await complete('keys', 'rotate', '--g')).toEqual(['--grace-days']);

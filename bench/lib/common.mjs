@@ -25,6 +25,9 @@ export const { values: flags } = parseArgs({
     // App time zones alone (bench/scenarios/timezones.mjs), the `timezones` section.
     timezones: { type: 'boolean', default: false },
     'tz-events': { type: 'string' },
+    // Erasure of a heavy user (bench/scenarios/erasure.mjs); --erasure-scale shrinks its dataset.
+    erasure: { type: 'boolean', default: false },
+    'erasure-scale': { type: 'string', default: '1' },
     // Reads on a hot standby against reads on the primary (bench/scenarios/replica.mjs).
     replica: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },

@@ -12,6 +12,9 @@ import { keysRotateCommand } from './commands/keys-rotate.command';
 import { migrateCommand } from './commands/migrate.command';
 import { rollupsComputeCommand } from './commands/rollups-compute.command';
 import { seedCommand } from './commands/seed.command';
+import { suppressionsListCommand } from './commands/suppressions-list.command';
+import { suppressionsRemoveCommand } from './commands/suppressions-remove.command';
+import { usersDeleteCommand } from './commands/users-delete.command';
 import { UsageError } from './exit-codes';
 import type { CliIo, CliRuntime } from './runtime';
 
@@ -59,6 +62,13 @@ export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
   );
   program.addCommand(group('rollups', 'Recompute the daily rollups.', [rollupsComputeCommand(rt)]));
   program.addCommand(group('audit', 'Read the append-only log of admin actions.', [auditListCommand(rt)]));
+  program.addCommand(group('users', "Erase users' data.", [usersDeleteCommand(rt)]));
+  program.addCommand(
+    group('suppressions', 'List and lift the suppressions of erased users.', [
+      suppressionsListCommand(rt),
+      suppressionsRemoveCommand(rt),
+    ]),
+  );
   program.addCommand(seedCommand(rt));
   program.addCommand(migrateCommand(rt));
   program.addCommand(completionCommand(rt));

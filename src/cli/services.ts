@@ -12,6 +12,7 @@ import { createDataSource } from '@app/database/data-source';
 import { runMigrations } from '@app/database/migrate';
 import { prepareDatabase } from '@app/database/prepare';
 import type { RollupsService } from '@app/rollups/rollups.service';
+import type { CliPrivacy } from '@app/privacy/privacy.cli';
 
 /**
  * The services the admin commands call, built by hand on one DataSource. The CLI does not boot
@@ -24,6 +25,8 @@ export interface CliServices {
   keys: KeysService;
   /** Built on first use: the rollups code is the one part that needs Nest's common layer. */
   rollups(): RollupsService;
+  /** Built on first use: deletions and suppressions (they run through the rollups). */
+  privacy(): CliPrivacy;
   close(): Promise<void>;
 }
 
@@ -54,11 +57,23 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
   const apps = new AppsService(new AppRepository(dataSource), audit);
   const keys = new KeysService(new KeyRepository(dataSource), apps, resolved, audit);
   let rollups: RollupsService | undefined;
+  let privacy: CliPrivacy | undefined;
   return {
     audit,
     apps,
     keys,
     rollups: () => (rollups ??= buildRollups(dataSource, resolved, audit)),
+    privacy: () => {
+      const { buildCliPrivacy } =
+        require('../privacy/privacy.cli') as typeof import('../privacy/privacy.cli');
+      return (privacy ??= buildCliPrivacy(
+        dataSource,
+        apps,
+        audit,
+        (rollups ??= buildRollups(dataSource, resolved, audit)),
+        resolved.erasurePausePercent,
+      ));
+    },
     close,
   };
 }

@@ -80,6 +80,11 @@ export interface AppConfig {
   rollupIntervalSeconds: number;
   /** The most rows one GET /api/v1/rollups answer holds; more come through the cursor. */
   rollupsMaxRows: number;
+  /**
+   * After each piece of a deletion's work (a batch of deletes, a day of rollups), its job pauses
+   * for this percent of the time the piece took, so that ingest keeps most of the machine.
+   */
+  erasurePausePercent: number;
   eventRetentionDays: number;
   partitionsAheadDays: number;
   /** How often the lookup indexes of the days ingest writes get their new ranges summarized; 0: never. */
@@ -342,6 +347,7 @@ function readConfig(env: Env): AppConfig {
     rollupsEnabled: bool(env, 'ROLLUPS_ENABLED', true),
     rollupIntervalSeconds: int(env, 'ROLLUP_INTERVAL_SECONDS', 60, 1, 86_400),
     rollupsMaxRows: int(env, 'ROLLUPS_MAX_ROWS', 5_000, 1, 100_000),
+    erasurePausePercent: int(env, 'ERASURE_PAUSE_PERCENT', 100, 0, 1_000),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 90, 1, 3650),
     partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 3, 1, 60),
     lookupSummaryIntervalMs: int(env, 'LOOKUP_SUMMARY_INTERVAL_MS', 2_000, 0, 3_600_000),

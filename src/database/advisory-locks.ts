@@ -10,4 +10,9 @@ export const ADVISORY_LOCKS = {
   rollups: 7_310_002,
   /** Building and dropping the filter indexes of the daily partitions (src/storage). */
   partitionIndexes: 7_310_003,
+  /**
+   * Running one deletion (src/privacy): the two-key form `(deletions, hashtext(deletionId))`,
+   * so that each deletion has a lock of its own.
+   */
+  deletions: 7_310_004,
 } as const;

@@ -1,6 +1,7 @@
 import { isControlCode } from '@app/common/control-characters';
 import { normaliseLocale, normaliseTimezone } from './context-formats';
 import { EVENT_LIMITS, FUTURE_TOLERANCE_MS, MAX_ISSUES_PER_EVENT, REDACTED } from './ingest.limits';
+import type { SuppressionMatcher } from '@app/common/suppressions/user-suppressions';
 import type {
   AcceptedEvent,
   EventErrorCode,
@@ -31,6 +32,8 @@ export interface EventRules {
   maxIssuesListed?: number;
   /** The per-app bound of distinct event names per day, checked last (an event it refuses is rejected). */
   eventNames?: EventNameAdmission;
+  /** The app's suppressed users (matched on the stored user id); null or absent when none. */
+  suppressed?: SuppressionMatcher | null;
 }
 
 /** Admits an otherwise valid event's name on its day, or refuses it with `message`. */
@@ -190,11 +193,6 @@ export class EventValidator {
     }
     const ts = this.effectiveTime(eventTime);
     if (ts === null) return this.reject();
-    const names = this.rules.eventNames;
-    if (names !== undefined && !names.admit(eventName, ts)) {
-      this.error('eventName', 'too_many_event_names', names.message);
-      return this.reject();
-    }
     const event: AcceptedEvent = {
       index,
       eventId,
@@ -216,7 +214,17 @@ export class EventValidator {
     };
     // The common event needs none of these steps; the checks keep it from paying for the calls.
     if (privacyMode !== undefined && privacyMode !== null) this.applyPrivacyMode(privacyMode, event);
-    if (event.anonymousUserId) this.pseudonymiseUser(event);
+    if (event.anonymousUserId) {
+      this.pseudonymiseUser(event);
+      // After the pseudonym: the list holds the id as it would be stored.
+      if (this.rules.suppressed && this.rules.suppressed(event.anonymousUserId!)) return this.suppress();
+    }
+    // Last: admitting a name counts it, so only an event that is otherwise stored may do so.
+    const names = this.rules.eventNames;
+    if (names !== undefined && !names.admit(eventName, ts)) {
+      this.error('eventName', 'too_many_event_names', names.message);
+      return this.reject();
+    }
     return this.pending.length === 0 ? event : this.accept(event);
   }
 
@@ -242,6 +250,15 @@ export class EventValidator {
     const code = this.firstError!;
     this.rejectedByCode[code] = (this.rejectedByCode[code] ?? 0) + 1;
     return null;
+  }
+
+  private suppress(): null {
+    this.error(
+      'anonymousUserId',
+      'user_suppressed',
+      "This user's data was erased; their events are not stored.",
+    );
+    return this.reject();
   }
 
   private accept(event: AcceptedEvent): AcceptedEvent {

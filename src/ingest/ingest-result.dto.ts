@@ -13,6 +13,7 @@ const ERROR_CODES: Record<EventErrorCode, true> = {
   pii_detected: true,
   unstorable_value: true,
   too_many_event_names: true,
+  user_suppressed: true,
 };
 
 const WARNING_CODES: Record<EventWarningCode, true> = {

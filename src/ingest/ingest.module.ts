@@ -3,6 +3,7 @@ import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import { AuthModule } from '@app/auth/auth.module';
 import { MetricsModule } from '@app/common/metrics/metrics.module';
+import { UserSuppressionsModule } from '@app/common/suppressions/user-suppressions.module';
 import { RateLimitModule, RateLimitStoreModule } from '@app/common/rate-limit/rate-limit.module';
 import { IngestController } from './ingest.controller';
 import { IngestBodyReader } from './ingest-body.reader';
@@ -16,7 +17,7 @@ import { EventNameRepository } from './event-name.repository';
 import { EVENT_NAME_BOUND_PROVIDER } from './event-name-bound.provider';
 
 @Module({
-  imports: [AuthModule, RateLimitModule, RateLimitStoreModule, MetricsModule],
+  imports: [AuthModule, RateLimitModule, RateLimitStoreModule, MetricsModule, UserSuppressionsModule],
   controllers: [IngestController],
   providers: [
     IngestBodyReader,

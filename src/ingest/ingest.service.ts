@@ -6,6 +6,7 @@ import { AppsService } from '@app/auth/apps.service';
 import type { RequestKey } from '@app/auth/authenticated-request';
 import { RateLimitStore, retryAfterSeconds } from '@app/common/rate-limit/rate-limit.store';
 import { MetricsService } from '@app/common/metrics/metrics.service';
+import { UserSuppressions } from '@app/common/suppressions/user-suppressions';
 import { EventValidator } from './event-validator';
 import type { IngestBody } from './ingest-body.reader';
 import { CpuMeter } from './ingest-cpu.budget';
@@ -82,6 +83,7 @@ export class IngestService {
     private readonly writer: IngestWriter,
     private readonly metrics: MetricsService,
     private readonly eventNames: EventNameBound,
+    private readonly suppressions: UserSuppressions,
   ) {}
 
   async ingest(key: RequestKey, body: IngestBody, cpu = new CpuMeter()): Promise<IngestResult> {
@@ -103,6 +105,7 @@ export class IngestService {
       pseudonymise: (kind, value) => pseudonymise(secret, kind, value),
       maxIssuesListed: this.config.ingestMaxErrorsListed,
       eventNames: this.eventNames.forApp(appId, receivedAt),
+      suppressed: this.suppressions.matcher(appId),
     });
 
     const toStore: AcceptedEvent[] = [];
@@ -136,6 +139,8 @@ export class IngestService {
     // the data, but it is billed, so a flag in the body cannot evade billing.
     const metered = testMode ? 0 : accepted;
 
+    const suppressed = validator.rejectedByCode.user_suppressed;
+    if (suppressed) this.suppressions.countSuppressed(suppressed);
     this.metrics.recordIngest({
       accepted,
       duplicates,

@@ -10,7 +10,8 @@ export type EventErrorCode =
   | 'event_too_old'
   | 'pii_detected'
   | 'unstorable_value'
-  | 'too_many_event_names';
+  | 'too_many_event_names'
+  | 'user_suppressed';
 
 /** Per-event codes that keep the event but say what was changed or ignored. */
 export type EventWarningCode =

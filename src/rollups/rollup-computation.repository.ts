@@ -172,18 +172,21 @@ export class RollupComputationRepository {
    *
    * At most `maxNames` event names get rows (those with the most events across both modes, ties
    * by name); the total rows still count every event. Rows of the day that this computation did
-   * not write (a name that fell out of the top) are deleted, so a day never holds more.
+   * not write (a name that fell out of the top) are deleted, so a day never holds more. With
+   * `prune` (after an erasure removed events of a day whose partition exists), that holds even
+   * when the day has no events left.
    */
   async recomputeDays(
     runner: QueryRunner,
     appId: string,
     days: LocalDayTarget[],
     maxNames: number,
-    consume?: { day: string; zone: string },
+    options: { consume?: { day: string; zone: string }; prune?: boolean } = {},
   ): Promise<number> {
     await runner.startTransaction('READ COMMITTED');
     try {
       await runner.query(`SET LOCAL statement_timeout = '${RECOMPUTE_STATEMENT_TIMEOUT}'`);
+      const { consume, prune = false } = options;
       if (consume) {
         await runner.query(
           `DELETE FROM rollup_dirty WHERE app_id = $1 AND day = $2::date AND timezone = $3`,
@@ -191,7 +194,7 @@ export class RollupComputationRepository {
         );
       }
       let rows = 0;
-      for (const target of days) rows += await this.computeDay(runner, appId, target, maxNames);
+      for (const target of days) rows += await this.computeDay(runner, appId, target, maxNames, prune);
       await runner.commitTransaction();
       return rows;
     } catch (err) {
@@ -205,6 +208,7 @@ export class RollupComputationRepository {
     appId: string,
     target: LocalDayTarget,
     maxNames: number,
+    prune: boolean,
   ): Promise<number> {
     const table = target.set === 'served' ? 'rollups' : 'rollups_rezone';
     // The sum runs in numeric so that it is exact and independent of row order; float8
@@ -247,9 +251,10 @@ export class RollupComputationRepository {
       true,
     );
     const written = (result as { affected?: number }).affected ?? 0;
-    if (written > 0) {
+    if (written > 0 || prune) {
       // Rows this computation did not write (a name that fell out of the top, or one whose events
-      // are gone) leave the day; now() is the transaction's start, so the rows above stay.
+      // are gone) leave the day; now() is the transaction's start, so the rows above stay. A day
+      // with no events at all keeps its rows unless told to prune: its partition may be gone.
       await runner.query(
         `DELETE FROM ${table} WHERE app_id = $1 AND day = $2::date AND computed_at < now()`,
         [appId, target.day],

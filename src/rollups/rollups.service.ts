@@ -249,13 +249,43 @@ export class RollupsService implements BeforeApplicationShutdown {
     return { days: result.value.days, rows: result.value.rows };
   }
 
+  /**
+   * Recomputes the days of one app from which events were removed (erasure), `final` days
+   * included, and drops the rows left without events. `days` are the UTC days of the removed
+   * events' `ts`. Waits for the computation lock; fails with `service_unavailable` if it never
+   * comes, and a rerun is harmless.
+   */
+  async recomputeAfterRemoval(
+    appId: string,
+    utcDays: string[],
+    lockWaitMs = COMPUTE_LOCK_WAIT_MS,
+  ): Promise<{ days: number; rows: number }> {
+    const result = await this.computation.withComputationLock(async (runner) => {
+      // The removed events' UTC days, as the local days of the app's zone they overlap.
+      const days = await this.rezone.localDaysOf(
+        runner,
+        utcDays.map((day) => ({ appId, day })),
+        {},
+      );
+      return this.recompute(runner, await this.rezone.plan(runner, [], days), { prune: true });
+    }, lockWaitMs);
+    if (!result.locked) {
+      throw new AppError('service_unavailable', 'Another rollup computation is still running.');
+    }
+    return { days: result.value.days, rows: result.value.rows };
+  }
+
   /** Lets a running computation finish its current day, then stops it; later days stay marked. */
   async beforeApplicationShutdown(): Promise<void> {
     this.stopping = true;
     await this.running?.catch(() => undefined);
   }
 
-  private async recompute(runner: QueryRunner, items: RecomputeItem[]): Promise<RunResult> {
+  private async recompute(
+    runner: QueryRunner,
+    items: RecomputeItem[],
+    options: { prune?: boolean } = {},
+  ): Promise<RunResult> {
     let rows = 0;
     let done = 0;
     for (const { appId, targets, consume } of items) {
@@ -265,7 +295,7 @@ export class RollupsService implements BeforeApplicationShutdown {
         appId,
         targets,
         this.config.ingestMaxEventNamesPerDay,
-        consume,
+        { consume, prune: options.prune },
       );
       done++;
     }

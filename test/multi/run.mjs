@@ -120,6 +120,72 @@ function comparable(rows) {
 
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
+const SUPPRESSION_BOUND_MS = 1_000;
+
+/** Ingest keys for the suppression probe: each may send RATE_LIMIT requests in the run's window. */
+async function ingestKeys(appId, n) {
+  const keys = [];
+  for (let i = 0; i < n; i++)
+    keys.push((await cli(databaseUrl, ['keys', 'create-ingest', '--app', appId])).key);
+  return keys;
+}
+
+async function checkSuppression(a, b) {
+  const tenant = await makeTenant(databaseUrl, 'multi-instance-erasure');
+  const privacy = await cli(databaseUrl, [
+    'keys',
+    'create-api',
+    '--app',
+    tenant.appId,
+    '--scope',
+    'privacy:write',
+  ]);
+  const keys = await ingestKeys(tenant.appId, 4);
+  let probes = 0;
+  const probe = async () => {
+    const key = keys[Math.floor(probes++ / (RATE_LIMIT - 1)) % keys.length];
+    const res = await ingest(b.base, key, [{ eventName: 'Erasure.probe', anonymousUserId: 'multi-gone' }]);
+    return res.body?.errorCounts?.user_suppressed === 1
+      ? 'refused'
+      : res.body?.accepted === 1
+        ? 'accepted'
+        : res.status;
+  };
+  check('B accepts the user before the deletion', (await probe()) === 'accepted');
+  const res = await fetch(`${a.base}/api/v1/deletions`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${privacy.key}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ appId: tenant.appId, anonymousUserIds: ['multi-gone'] }),
+  });
+  const answeredAt = Date.now();
+  const deletion = await res.json();
+  check('A answers the deletion with 202', res.status === 202, `${res.status}`);
+  let refusedAfter;
+  while (Date.now() - answeredAt < SUPPRESSION_BOUND_MS * 2 && probes < keys.length * (RATE_LIMIT - 1)) {
+    if ((await probe()) === 'refused') {
+      refusedAfter = Date.now() - answeredAt;
+      break;
+    }
+    await sleep(50);
+  }
+  check(
+    `a suppression made through A refuses the user's events on B within 1 s`,
+    refusedAfter !== undefined && refusedAfter <= SUPPRESSION_BOUND_MS,
+    refusedAfter === undefined ? 'still accepted' : `after ${refusedAfter} ms`,
+  );
+  let status;
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const got = await fetch(`${b.base}/api/v1/deletions/${deletion.id}`, {
+      headers: { Authorization: `Bearer ${privacy.key}` },
+    });
+    status = (await got.json()).status;
+    if (status === 'done') break;
+    await sleep(100);
+  }
+  check('the deletion ends done, seen through B', status === 'done', String(status));
+}
+
 async function main() {
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
@@ -257,6 +323,9 @@ async function main() {
         ms === undefined ? 'still accepted' : `after ${(ms / 1000).toFixed(1)} s`,
       );
     }
+
+    // (d) A suppression made through A refuses the user's events on B within 1 s.
+    await checkSuppression(a, b);
 
     // Both drain and exit 0 on SIGTERM.
     for (const instance of instances) instance.child.kill('SIGTERM');

@@ -19,6 +19,7 @@ const BEYOND_SCHEMA_EVENT_CODES = new Set([
   'pii_detected',
   // State, not shape: the app's distinct event names of the day.
   'too_many_event_names',
+  'user_suppressed',
 ]);
 // Request-level rejections beyond the schema: a forged or foreign cursor, a range that is
 // empty or too long, parameters that exclude each other.

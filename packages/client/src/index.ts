@@ -6,6 +6,7 @@ export { TallyError, parseRetryAfter } from './errors.js';
 export type { TallyErrorInit, TallyFieldError } from './errors.js';
 export { uuidv7 } from './uuid.js';
 export type {
+  Deletion,
   EventError,
   EventRecord,
   EventWarning,

@@ -1,5 +1,5 @@
 import { TallyError } from './errors.js';
-import type { EventRecord, RollupRecord } from './types.js';
+import type { Deletion, EventRecord, RollupRecord } from './types.js';
 
 export interface TallyReaderOptions {
   /** Base URL of the deployment. */
@@ -75,7 +75,7 @@ export class TallyReader {
       testMode: query.testMode,
     });
     while (url) {
-      const res = await this.get(url);
+      const res = await this.send(url);
       const rows = (await res.json()) as EventRecord[];
       for (const row of rows) yield row;
       url = this.next(res, url);
@@ -97,11 +97,32 @@ export class TallyReader {
     });
     const rows: RollupRecord[] = [];
     while (url) {
-      const res = await this.get(url);
+      const res = await this.send(url);
       for (const row of (await res.json()) as RollupRecord[]) rows.push(row);
       url = this.next(res, url);
     }
     return rows;
+  }
+
+  /**
+   * Erases users of an app (an API key with `privacy:write`). Answers at once with the pending
+   * deletion; poll `deletion(id)` until its status is `done`. `suppress` (default true) also
+   * refuses the users' future events.
+   */
+  async deleteUsers(
+    appId: string,
+    anonymousUserIds: string[],
+    options: { suppress?: boolean } = {},
+  ): Promise<Deletion> {
+    const body = JSON.stringify({ appId, anonymousUserIds, suppress: options.suppress ?? true });
+    const res = await this.send(`${this.base}/api/v1/deletions`, body);
+    return (await res.json()) as Deletion;
+  }
+
+  /** One deletion, with its status and counts. */
+  async deletion(id: string): Promise<Deletion> {
+    const res = await this.send(`${this.base}/api/v1/deletions/${encodeURIComponent(id)}`);
+    return (await res.json()) as Deletion;
   }
 
   private url(path: string, params: Record<string, string | number | boolean | undefined>): string {
@@ -120,11 +141,20 @@ export class TallyReader {
     return url.toString();
   }
 
-  private async get(url: string): Promise<Response> {
+  /** GET `url`, or POST `body` as JSON to it; retries 429 and 503. */
+  private async send(url: string, body?: string): Promise<Response> {
+    const init: RequestInit =
+      body === undefined
+        ? { headers: { authorization: this.authorization } }
+        : {
+            method: 'POST',
+            body,
+            headers: { authorization: this.authorization, 'content-type': 'application/json' },
+          };
     for (let attempt = 0; ; attempt++) {
       let res: Response;
       try {
-        res = await this.fetchImpl(url, { headers: { authorization: this.authorization } });
+        res = await this.fetchImpl(url, init);
       } catch (err) {
         throw new TallyError({ status: 0, code: 'network_error', detail: String(err), cause: err });
       }

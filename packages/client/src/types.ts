@@ -11,3 +11,5 @@ export type EventRecord = components['schemas']['EventRecordDto'];
 /** One row of GET /api/v1/rollups. */
 export type RollupRecord = components['schemas']['RollupRecordDto'];
 export type Problem = components['schemas']['Problem'];
+/** A deletion of users' data, as POST and GET /api/v1/deletions return it. */
+export type Deletion = components['schemas']['DeletionRecordDto'];

@@ -101,3 +101,57 @@ describe('TallyReader', () => {
     expect(sleeps).toEqual([2000]);
   });
 });
+
+describe('TallyReader erasure', () => {
+  it('deleteUsers posts the request as JSON, deletion() reads one back', async () => {
+    const calls: { url: string; init?: RequestInit }[] = [];
+    const deletion = {
+      id: 'd1',
+      appId: 'a',
+      status: 'pending',
+      users: 2,
+      suppress: false,
+      eventsDeleted: 0,
+      daysRecomputed: 0,
+      createdAt: 1,
+      startedAt: null,
+      finishedAt: null,
+    };
+    const reader = new TallyReader({
+      endpoint: 'http://tally.test/',
+      apiKey: 'k',
+      fetch: (async (input: string | URL | Request, init?: RequestInit) => {
+        calls.push({ url: String(input), init });
+        const body = String(input).endsWith('/d1') ? { ...deletion, status: 'done' } : deletion;
+        return new Response(JSON.stringify(body), { status: String(input).endsWith('/d1') ? 200 : 202 });
+      }) as typeof fetch,
+    });
+    expect(await reader.deleteUsers('a', ['u1', 'u2'], { suppress: false })).toEqual(deletion);
+    expect(calls[0].url).toBe('http://tally.test/api/v1/deletions');
+    expect(calls[0].init?.method).toBe('POST');
+    expect(JSON.parse(String(calls[0].init?.body))).toEqual({
+      appId: 'a',
+      anonymousUserIds: ['u1', 'u2'],
+      suppress: false,
+    });
+    expect((calls[0].init?.headers as Record<string, string>)['content-type']).toBe('application/json');
+    expect((await reader.deletion('d1')).status).toBe('done');
+    expect(calls[1].url).toBe('http://tally.test/api/v1/deletions/d1');
+    expect(calls[1].init?.method).toBeUndefined();
+  });
+
+  it('a refused deletion becomes a TallyError with the code', async () => {
+    const reader = new TallyReader({
+      endpoint: 'http://tally.test',
+      apiKey: 'k',
+      fetch: (async () =>
+        new Response(JSON.stringify({ code: 'app_forbidden', detail: 'no', requestId: 'r' }), {
+          status: 403,
+        })) as typeof fetch,
+    });
+    await expect(reader.deleteUsers('a', ['u'])).rejects.toMatchObject({
+      status: 403,
+      code: 'app_forbidden',
+    });
+  });
+});

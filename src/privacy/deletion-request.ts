@@ -1,0 +1,86 @@
+import { AppError, FieldError } from '@app/common/app-error';
+import { normaliseAppId, UUID } from '@app/common/ids';
+import { EVENT_LIMITS } from '@app/ingest/ingest.limits';
+
+export const MAX_USERS_PER_DELETION = 1_000;
+
+export interface DeletionRequest {
+  appId: string;
+  /** Distinct, in the order given. */
+  anonymousUserIds: string[];
+  suppress: boolean;
+}
+
+function checkUserIds(value: unknown, errors: FieldError[]): string[] {
+  if (value === undefined || value === null) {
+    errors.push({
+      field: 'anonymousUserIds',
+      code: 'missing_field',
+      message: 'anonymousUserIds is required.',
+    });
+    return [];
+  }
+  if (!Array.isArray(value)) {
+    errors.push({
+      field: 'anonymousUserIds',
+      code: 'invalid_type',
+      message: 'anonymousUserIds must be an array.',
+    });
+    return [];
+  }
+  if (value.length < 1 || value.length > MAX_USERS_PER_DELETION) {
+    errors.push({
+      field: 'anonymousUserIds',
+      code: 'invalid_value',
+      message: `anonymousUserIds holds 1 to ${MAX_USERS_PER_DELETION} ids.`,
+    });
+    return [];
+  }
+  const ids = new Set<string>();
+  value.forEach((id: unknown, i) => {
+    const field = `anonymousUserIds[${i}]`;
+    if (typeof id !== 'string') {
+      errors.push({ field, code: 'invalid_type', message: 'Each id must be a string.' });
+    } else if (id.length < 1 || id.length > EVENT_LIMITS.identifierMax) {
+      errors.push({
+        field,
+        code: 'invalid_value',
+        message: `Each id is 1 to ${EVENT_LIMITS.identifierMax} characters.`,
+      });
+    } else {
+      ids.add(id);
+    }
+  });
+  return [...ids];
+}
+
+/** Checks the body of POST /api/v1/deletions: 400 `invalid_body` with every field error. */
+export function parseDeletionRequest(body: unknown): DeletionRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new AppError('invalid_body', 'The body must be a JSON object.', {
+      errors: [{ field: 'body', code: 'invalid_type', message: 'The body must be a JSON object.' }],
+    });
+  }
+  const b = body as Record<string, unknown>;
+  const errors: FieldError[] = [];
+  let appId = '';
+  if (b.appId === undefined || b.appId === null) {
+    errors.push({ field: 'appId', code: 'missing_field', message: 'appId is required.' });
+  } else if (typeof b.appId !== 'string') {
+    errors.push({ field: 'appId', code: 'invalid_type', message: 'appId must be a string.' });
+  } else if (!UUID.test(b.appId)) {
+    errors.push({ field: 'appId', code: 'invalid_format', message: 'appId must be a UUID.' });
+  } else {
+    appId = normaliseAppId(b.appId);
+  }
+  const anonymousUserIds = checkUserIds(b.anonymousUserIds, errors);
+  let suppress = true;
+  if (b.suppress !== undefined && b.suppress !== null) {
+    if (typeof b.suppress === 'boolean') suppress = b.suppress;
+    else errors.push({ field: 'suppress', code: 'invalid_type', message: 'suppress must be a boolean.' });
+  }
+  if (errors.length) {
+    throw new AppError('invalid_body', 'The deletion request is invalid; nothing was done.', { errors });
+  }
+  return { appId, anonymousUserIds, suppress };
+}

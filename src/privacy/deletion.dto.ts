@@ -1,0 +1,63 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { AppIdParam } from '@app/common/reads/query-params';
+import type { DeletionView } from './deletions.service';
+
+/** The body of POST /api/v1/deletions (checked by parseDeletionRequest). */
+export class CreateDeletionDto {
+  @ApiProperty({ format: 'uuid', description: 'The app whose users are erased.' })
+  appId!: string;
+
+  @ApiProperty({
+    type: 'array',
+    items: { type: 'string', minLength: 1, maxLength: 200 },
+    minItems: 1,
+    maxItems: 1000,
+    description: 'The users to erase, as sent in events (`anonymousUserId`); 1 to 1,000.',
+  })
+  anonymousUserIds!: string[];
+
+  @ApiPropertyOptional({
+    default: true,
+    description: 'Also refuse the users’ future events (`user_suppressed`) from the 202 on.',
+  })
+  suppress?: boolean;
+}
+
+export class ListDeletionsQueryDto {
+  @AppIdParam()
+  appId!: string;
+}
+
+const STATUSES = ['pending', 'running', 'done', 'failed'];
+
+export class DeletionRecordDto implements DeletionView {
+  @ApiProperty({ format: 'uuid' })
+  id!: string;
+
+  @ApiProperty({ format: 'uuid' })
+  appId!: string;
+
+  @ApiProperty({ enum: STATUSES })
+  status!: DeletionView['status'];
+
+  @ApiProperty({ description: 'How many distinct users the request named (never the ids).' })
+  users!: number;
+
+  @ApiProperty()
+  suppress!: boolean;
+
+  @ApiProperty({ description: 'Events deleted so far.' })
+  eventsDeleted!: number;
+
+  @ApiProperty({ description: 'Days whose rollups were recomputed.' })
+  daysRecomputed!: number;
+
+  @ApiProperty({ description: 'Epoch milliseconds.' })
+  createdAt!: number;
+
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Epoch milliseconds, or null.' })
+  startedAt!: number | null;
+
+  @ApiProperty({ type: 'integer', nullable: true, description: 'Epoch milliseconds, or null.' })
+  finishedAt!: number | null;
+}

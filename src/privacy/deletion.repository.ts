@@ -1,0 +1,161 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { ADVISORY_LOCKS } from '@app/database/advisory-locks';
+import type { AuditActor } from '@app/audit/audit.types';
+
+export type DeletionStatus = 'pending' | 'running' | 'done' | 'failed';
+
+/** A deletion as stored; `userIds` is null once the deletion has ended. */
+export interface DeletionRow {
+  id: string;
+  appId: string;
+  status: DeletionStatus;
+  userCount: number;
+  userIds: string[] | null;
+  suppress: boolean;
+  requestedBy: AuditActor;
+  stepsDone: string[];
+  days: string[];
+  eventsDeleted: number;
+  daysRecomputed: number;
+  attempts: number;
+  notBefore: number;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+export interface NewDeletion {
+  id: string;
+  appId: string;
+  userIds: string[];
+  suppress: boolean;
+  requestedBy: AuditActor;
+  /** The job may not start before this (epoch ms): suppression must be in force everywhere first. */
+  notBefore: number;
+}
+
+/** Wakes the deletion runners of every instance (payload: the deletion id). */
+export const DELETIONS_CHANNEL = 'tally_deletions';
+
+const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+
+const COLUMNS = `id, app_id AS "appId", status, user_count AS "userCount", user_ids AS "userIds",
+  suppress, requested_by AS "requestedBy", steps_done AS "stepsDone", days::text[] AS days, events_deleted::float8 AS "eventsDeleted",
+  days_recomputed AS "daysRecomputed", attempts, ${ms('not_before')} AS "notBefore",
+  ${ms('created_at')} AS "createdAt", ${ms('started_at')} AS "startedAt",
+  ${ms('finished_at')} AS "finishedAt"`;
+
+/** The `deletions` table: requests and the state of their jobs. */
+@Injectable()
+export class DeletionRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** Stores a new deletion and wakes the runners when the transaction commits. */
+  async insert(tx: EntityManager, d: NewDeletion): Promise<DeletionRow> {
+    const [row] = (await tx.query(
+      `INSERT INTO deletions (id, app_id, user_count, user_ids, suppress, requested_by, not_before)
+       VALUES ($1, $2, $3, $4::text[], $5, $6::jsonb, to_timestamp($7::float8 / 1000))
+       RETURNING ${COLUMNS}`,
+      [d.id, d.appId, d.userIds.length, d.userIds, d.suppress, JSON.stringify(d.requestedBy), d.notBefore],
+    )) as DeletionRow[];
+    await tx.query(`SELECT pg_notify($1, $2)`, [DELETIONS_CHANNEL, d.id]);
+    return row;
+  }
+
+  async find(id: string): Promise<DeletionRow | null> {
+    const rows = (await this.db.query(`SELECT ${COLUMNS} FROM deletions WHERE id = $1`, [
+      id,
+    ])) as DeletionRow[];
+    return rows[0] ?? null;
+  }
+
+  /** An app's deletions, newest first. */
+  async listForApp(appId: string, limit: number): Promise<DeletionRow[]> {
+    return (await this.db.query(
+      `SELECT ${COLUMNS} FROM deletions WHERE app_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`,
+      [appId, limit],
+    )) as DeletionRow[];
+  }
+
+  /** Deletions not ended yet, oldest first: the runners' queue. */
+  async unfinished(limit: number): Promise<{ id: string; notBefore: number }[]> {
+    return (await this.db.query(
+      `SELECT id, ${ms('not_before')} AS "notBefore" FROM deletions
+        WHERE status IN ('pending', 'running') ORDER BY not_before, id LIMIT $1`,
+      [limit],
+    )) as { id: string; notBefore: number }[];
+  }
+
+  /**
+   * Runs `work` while holding the deletion's advisory lock on a dedicated connection, so that
+   * one instance at a time runs a given deletion. A process that dies closes the connection, and
+   * PostgreSQL lets the lock go. Returns false, without running `work`, when another session holds it.
+   */
+  async withDeletionLock(id: string, work: () => Promise<void>): Promise<boolean> {
+    const runner = this.db.createQueryRunner();
+    try {
+      await runner.connect();
+      const [row] = (await runner.query(`SELECT pg_try_advisory_lock($1::int, hashtext($2)) AS locked`, [
+        ADVISORY_LOCKS.deletions,
+        id,
+      ])) as { locked: boolean }[];
+      if (!row.locked) return false;
+      try {
+        await work();
+      } finally {
+        await runner
+          .query(`SELECT pg_advisory_unlock($1::int, hashtext($2))`, [ADVISORY_LOCKS.deletions, id])
+          .catch(() => undefined);
+      }
+      return true;
+    } finally {
+      await runner.release();
+    }
+  }
+
+  async markRunning(id: string): Promise<void> {
+    await this.db.query(
+      `UPDATE deletions SET status = 'running', started_at = coalesce(started_at, now())
+        WHERE id = $1 AND status IN ('pending', 'running')`,
+      [id],
+    );
+  }
+
+  /** Counts a failed attempt (an interruption by a crash or a shutdown is not one). */
+  async countFailure(id: string): Promise<void> {
+    await this.db.query(`UPDATE deletions SET attempts = attempts + 1 WHERE id = $1`, [id]);
+  }
+
+  async markStepDone(id: string, step: string): Promise<void> {
+    await this.db.query(
+      `UPDATE deletions SET steps_done = array_append(steps_done, $2)
+        WHERE id = $1 AND NOT ($2 = ANY (steps_done))`,
+      [id, step],
+    );
+  }
+
+  async setDaysRecomputed(id: string, days: number): Promise<void> {
+    await this.db.query(`UPDATE deletions SET days_recomputed = $2 WHERE id = $1`, [id, days]);
+  }
+
+  /** Ends a deletion and forgets its user ids, in the caller's transaction. */
+  async finish(
+    tx: EntityManager,
+    id: string,
+    status: 'done' | 'failed',
+    error: string | null,
+  ): Promise<DeletionRow> {
+    const [rows] = (await tx.query(
+      `UPDATE deletions SET status = $2, user_ids = NULL, finished_at = now(), error = $3
+        WHERE id = $1 RETURNING ${COLUMNS}`,
+      [id, status, error],
+    )) as [DeletionRow[], number];
+    return rows[0];
+  }
+
+  transaction<T>(work: (tx: EntityManager) => Promise<T>): Promise<T> {
+    return this.db.transaction(work);
+  }
+}

@@ -1,0 +1,81 @@
+import { Controller, Get, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
+import { QueryValidationPipe } from '@app/common/query-validation.pipe';
+import { ReadEndpoint } from '@app/auth/read-endpoint.decorator';
+import { requestKey } from '@app/auth/authenticated-request';
+import { appForbidden } from '@app/auth/auth-errors';
+import { CreateDeletionDto, DeletionRecordDto, ListDeletionsQueryDto } from './deletion.dto';
+import { parseDeletionRequest } from './deletion-request';
+import { DeletionsService, DeletionView } from './deletions.service';
+import { readJsonBody } from './json-body';
+
+const SCOPE = 'privacy:write';
+
+@ApiTags(API_TAGS.privacy)
+@Controller('api/v1/deletions')
+export class DeletionsController {
+  constructor(private readonly deletions: DeletionsService) {}
+
+  @Post()
+  @HttpCode(202)
+  @ApiOperation({
+    summary: 'Erase users of an app',
+    description:
+      'Needs an API key with the scope `privacy:write` and access to `appId`. Deletes the users’ events ' +
+      'and recomputes the rollups of the days they touched; with `suppress` (default), their new events ' +
+      'are refused (`user_suppressed`) on every instance within a second.',
+  })
+  @ApiConsumes('application/json')
+  @ApiBody({ type: CreateDeletionDto })
+  @ApiResponse({
+    status: 202,
+    type: DeletionRecordDto,
+    description: 'The deletion, accepted; `Location` names it.',
+    headers: {
+      Location: { description: 'The deletion: `/api/v1/deletions/{id}`.', schema: { type: 'string' } },
+      ...RATE_LIMIT_HEADERS,
+    },
+  })
+  @ApiProblemResponse(
+    400,
+    'Invalid JSON (`invalid_json`) or body (`invalid_body`, with `errors`): 1 to 1,000 ids of 1 to 200 characters.',
+  )
+  @ApiProblemResponse(413, 'The body is over 1.5 MB (`payload_too_large`).')
+  @ApiProblemResponse(415, 'Content-Type is not application/json (`unsupported_media_type`).')
+  @ReadEndpoint(SCOPE)
+  async create(@Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<DeletionView> {
+    const key = requestKey(req);
+    const body = parseDeletionRequest(await readJsonBody(req));
+    if (!key.appIds.includes(body.appId)) throw appForbidden(SCOPE);
+    const deletion = await this.deletions.request(body, { type: 'api_key', keyId: key.id });
+    res.setHeader('Location', `/api/v1/deletions/${deletion.id}`);
+    return deletion;
+  }
+
+  @Get()
+  @ApiOperation({
+    summary: 'List the deletions of an app',
+    description:
+      'Needs an API key with the scope `privacy:write` and access to `appId`. Newest first, at most 100.',
+  })
+  @ApiOkResponse({ type: DeletionRecordDto, isArray: true, headers: RATE_LIMIT_HEADERS })
+  @ApiProblemResponse(400, 'Invalid query parameters (`invalid_query`, with `errors`).')
+  @ReadEndpoint(SCOPE)
+  list(@Query(QueryValidationPipe) query: ListDeletionsQueryDto): Promise<DeletionView[]> {
+    return this.deletions.list(query.appId);
+  }
+
+  @Get(':id')
+  @ApiOperation({
+    summary: 'Get a deletion',
+    description: 'Needs an API key with the scope `privacy:write` and access to the deletion’s app.',
+  })
+  @ApiOkResponse({ type: DeletionRecordDto, headers: RATE_LIMIT_HEADERS })
+  @ApiProblemResponse(404, 'No deletion with this id among the key’s apps (`not_found`).')
+  @ReadEndpoint(SCOPE)
+  get(@Req() req: Request, @Param('id') id: string): Promise<DeletionView> {
+    return this.deletions.get(id, requestKey(req).appIds);
+  }
+}

@@ -1,0 +1,113 @@
+import { Injectable, Optional } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { AppError } from '@app/common/app-error';
+import { normaliseAppId, UUID } from '@app/common/ids';
+import { AppsService } from '@app/auth/apps.service';
+import { AuditService } from '@app/audit/audit.service';
+import type { AuditActor } from '@app/audit/audit.types';
+import { DeletionRepository, DeletionRow, DeletionStatus } from './deletion.repository';
+import type { DeletionRequest } from './deletion-request';
+import { PrivacyMetrics } from './privacy.metrics';
+import { SuppressionsService } from './suppressions.service';
+
+/**
+ * How long a new suppression takes to reach every instance at most (LISTEN/NOTIFY, typically a
+ * few milliseconds). A deletion with suppression starts only after it, so that no event of its
+ * users that an instance accepted before hearing of the suppression can land after the deletion.
+ */
+export const SUPPRESSION_SETTLE_MS = 1_000;
+
+/** GET /api/v1/deletions lists at most this many, newest first. */
+export const DELETIONS_LISTED = 100;
+
+/** A deletion as the API and the CLI show it: counts only, never a user id. */
+export interface DeletionView {
+  id: string;
+  appId: string;
+  status: DeletionStatus;
+  /** How many distinct users the request named. */
+  users: number;
+  suppress: boolean;
+  eventsDeleted: number;
+  daysRecomputed: number;
+  createdAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+export function deletionView(row: DeletionRow): DeletionView {
+  return {
+    id: row.id,
+    appId: row.appId,
+    status: row.status,
+    users: row.userCount,
+    suppress: row.suppress,
+    eventsDeleted: Number(row.eventsDeleted),
+    daysRecomputed: row.daysRecomputed,
+    createdAt: Math.round(row.createdAt),
+    startedAt: row.startedAt === null ? null : Math.round(row.startedAt),
+    finishedAt: row.finishedAt === null ? null : Math.round(row.finishedAt),
+  };
+}
+
+/** Erasure requests: stored with their suppression in one transaction, then run by a deletion job. */
+@Injectable()
+export class DeletionsService {
+  constructor(
+    private readonly deletions: DeletionRepository,
+    private readonly suppressions: SuppressionsService,
+    private readonly apps: AppsService,
+    private readonly audit: AuditService,
+    @Optional() private readonly metrics?: PrivacyMetrics,
+  ) {}
+
+  /**
+   * Stores the deletion and, with `suppress`, the users' suppressions, in one transaction; every
+   * instance hears of both when it commits. The job may start once the suppression has reached
+   * every instance.
+   */
+  async request(req: DeletionRequest, actor: AuditActor, now = Date.now()): Promise<DeletionView> {
+    await this.apps.assertExist([req.appId]);
+    const stored = await this.suppressions.storedUserIds(req.appId, req.anonymousUserIds);
+    const id = randomUUID();
+    const row = await this.deletions.transaction(async (tx) => {
+      const inserted = await this.deletions.insert(tx, {
+        id,
+        appId: req.appId,
+        userIds: stored,
+        suppress: req.suppress,
+        requestedBy: actor,
+        notBefore: req.suppress ? now + SUPPRESSION_SETTLE_MS : now,
+      });
+      const details = { users: stored.length, suppress: req.suppress };
+      await this.audit.record(
+        { action: 'deletion.requested', actor, appId: req.appId, targetId: id, details },
+        tx,
+      );
+      if (req.suppress) {
+        const added = await this.suppressions.addStored(tx, req.appId, stored);
+        const entry = { users: added, deletionId: id };
+        await this.audit.record({ action: 'suppression.added', actor, appId: req.appId, details: entry }, tx);
+      }
+      return inserted;
+    });
+    // This instance refuses the users at once, without waiting for its own notification.
+    if (req.suppress) await this.suppressions.reloadApp(req.appId);
+    this.metrics?.requested();
+    return deletionView(row);
+  }
+
+  /** One deletion, if it belongs to one of `visibleAppIds`; otherwise `not_found`, as if unknown. */
+  async get(id: string, visibleAppIds: string[] | null): Promise<DeletionView> {
+    const row = UUID.test(id) ? await this.deletions.find(id.toLowerCase()) : null;
+    if (!row || (visibleAppIds !== null && !visibleAppIds.includes(row.appId))) {
+      throw new AppError('not_found', 'No deletion with this id.');
+    }
+    return deletionView(row);
+  }
+
+  async list(appId: string): Promise<DeletionView[]> {
+    const rows = await this.deletions.listForApp(normaliseAppId(appId), DELETIONS_LISTED);
+    return rows.map(deletionView);
+  }
+}

@@ -1,0 +1,98 @@
+import { Injectable } from '@nestjs/common';
+import { PartitionRepository } from '@app/storage/partition.repository';
+import { RollupsService } from '@app/rollups/rollups.service';
+import { DeletionRepository } from './deletion.repository';
+import { EventErasureRepository } from './event-erasure.repository';
+
+/** What an erasure step works on. `userIds` are in their stored form. */
+export interface ErasureTarget {
+  deletionId: string;
+  appId: string;
+  userIds: string[];
+  /** True once the process is shutting down: a step may stop early, it is run again on resume. */
+  stopping(): boolean;
+  /** Called after each piece of work with its duration: pauses to leave the machine to ingest. */
+  pace(workMs: number): Promise<void>;
+}
+
+/**
+ * One store the erasure must reach. The job runs the steps in order and records each one that
+ * finished in the deletion's `steps_done`; after a crash it runs the unfinished ones again, so a
+ * step must be idempotent (running it twice changes nothing), and must record its own counts in
+ * the same transaction as its deletes.
+ */
+export interface ErasureStep {
+  /** Stable: stored in `deletions.steps_done`. */
+  readonly name: string;
+  /** Returns false when it stopped early (shutdown); the job then resumes later. */
+  run(target: ErasureTarget): Promise<boolean>;
+}
+
+/** Events deleted per statement: short transactions, and a crash loses at most one batch's work. */
+export const EVENT_BATCH = 5_000;
+
+/** The users' events, from every daily partition. */
+@Injectable()
+export class EventsErasureStep implements ErasureStep {
+  readonly name = 'events';
+
+  constructor(
+    private readonly partitions: PartitionRepository,
+    private readonly events: EventErasureRepository,
+  ) {}
+
+  async run(target: ErasureTarget): Promise<boolean> {
+    // Newest first: the days ingest writes, whose rows a read is likeliest to show.
+    const partitions = (await this.partitions.list()).reverse();
+    for (const { name } of partitions) {
+      for (;;) {
+        if (target.stopping()) return false;
+        const started = Date.now();
+        const n = await this.events.deleteBatch(
+          name,
+          target.deletionId,
+          target.appId,
+          target.userIds,
+          EVENT_BATCH,
+        );
+        // A short batch does not prove the partition done: after a crash, the dead process's last
+        // statement may still be running and take rows this one waited for. Only a look that
+        // finds none left ends the partition.
+        if (n < EVENT_BATCH && !(await this.events.anyLeft(name, target.appId, target.userIds))) break;
+        await target.pace(Date.now() - started);
+      }
+    }
+    return true;
+  }
+}
+
+/**
+ * The rollups of every day the deleted events touched, `final` days included, through the rollup
+ * computation (one computation at a time; rows left without events are dropped).
+ */
+@Injectable()
+export class RollupsErasureStep implements ErasureStep {
+  readonly name = 'rollups';
+
+  constructor(
+    private readonly deletions: DeletionRepository,
+    private readonly rollups: RollupsService,
+  ) {}
+
+  async run(target: ErasureTarget): Promise<boolean> {
+    const row = await this.deletions.find(target.deletionId);
+    const days = row?.days ?? [];
+    // A day at a time, so that a shutdown waits for one day at most; a resume recomputes them all.
+    for (const day of days) {
+      if (target.stopping()) return false;
+      const started = Date.now();
+      await this.rollups.recomputeAfterRemoval(target.appId, [day]);
+      await target.pace(Date.now() - started);
+    }
+    await this.deletions.setDaysRecomputed(target.deletionId, days.length);
+    return true;
+  }
+}
+
+/** The ordered list of erasure steps (src/privacy/privacy.module.ts builds it). */
+export const ERASURE_STEPS = Symbol('ERASURE_STEPS');

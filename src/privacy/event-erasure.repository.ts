@@ -1,0 +1,65 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+
+const PARTITION_NAME = /^events_p\d{8}$/;
+
+/**
+ * Deletes users' events, one partition and one batch at a time. Each batch is one statement that
+ * deletes the rows and adds their count and days to the deletion's row, so a crash between two
+ * batches loses nothing and counts nothing twice.
+ */
+@Injectable()
+export class EventErasureRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /**
+   * Deletes at most `limit` events of `userIds` in `appId` from one partition; returns how many.
+   * The `received_at` condition lets the planner cost the BRIN lookup index of the days ingest
+   * writes as the narrow read it is (src/storage/partition.repository.ts); ended days answer
+   * from their `(app_id, anonymous_user_id, …)` B-tree.
+   */
+  async deleteBatch(
+    partition: string,
+    deletionId: string,
+    appId: string,
+    userIds: string[],
+    limit: number,
+  ): Promise<number> {
+    if (!PARTITION_NAME.test(partition)) throw new Error(`not an events partition: ${partition}`);
+    const [row] = (await this.db.query(
+      `WITH gone AS (
+         DELETE FROM ${partition}
+          WHERE ctid = ANY (ARRAY(
+                  SELECT ctid FROM ${partition}
+                   WHERE app_id = $2 AND anonymous_user_id = ANY ($3::text[])
+                     AND received_at > '-infinity'::timestamptz
+                   LIMIT $4))
+         RETURNING ts),
+       batch AS (
+         SELECT count(*)::bigint AS n,
+                coalesce(array_agg(DISTINCT (ts AT TIME ZONE 'UTC')::date), '{}') AS days
+           FROM gone)
+       UPDATE deletions d
+          SET events_deleted = d.events_deleted + batch.n,
+              days = ARRAY(SELECT DISTINCT x FROM unnest(d.days || batch.days) AS x ORDER BY x)
+         FROM batch
+        WHERE d.id = $1
+       RETURNING batch.n::int AS n`,
+      [deletionId, appId, userIds, limit],
+    )) as { n: number }[];
+    return row?.n ?? 0;
+  }
+
+  /** Whether any event of `userIds` in `appId` is left in one partition. */
+  async anyLeft(partition: string, appId: string, userIds: string[]): Promise<boolean> {
+    if (!PARTITION_NAME.test(partition)) throw new Error(`not an events partition: ${partition}`);
+    const [row] = (await this.db.query(
+      `SELECT EXISTS (SELECT 1 FROM ${partition}
+                       WHERE app_id = $1 AND anonymous_user_id = ANY ($2::text[])
+                         AND received_at > '-infinity'::timestamptz) AS left`,
+      [appId, userIds],
+    )) as { left: boolean }[];
+    return row.left;
+  }
+}

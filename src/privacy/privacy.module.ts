@@ -1,0 +1,43 @@
+import { Module } from '@nestjs/common';
+import { AuthModule } from '@app/auth/auth.module';
+import { MetricsModule } from '@app/common/metrics/metrics.module';
+import { RateLimitModule } from '@app/common/rate-limit/rate-limit.module';
+import { UserSuppressionsModule } from '@app/common/suppressions/user-suppressions.module';
+import { RollupsModule } from '@app/rollups/rollups.module';
+import { StorageModule } from '@app/storage/storage.module';
+import { DeletionRepository } from './deletion.repository';
+import { DeletionsController } from './deletions.controller';
+import { DeletionsService } from './deletions.service';
+import { ERASURE_STEPS, EventsErasureStep, RollupsErasureStep } from './erasure-steps';
+import { EventErasureRepository } from './event-erasure.repository';
+import { PrivacyListener } from './privacy.listener';
+import { PrivacyMetrics } from './privacy.metrics';
+import { SuppressionRepository } from './suppression.repository';
+import { SuppressionsService } from './suppressions.service';
+
+/**
+ * Erasure of users' data and the suppression list (docs/security.md, "Privacy"). The erasure
+ * steps run in the order of ERASURE_STEPS: events first, rollups last (they are recomputed from
+ * what remains). A store that holds event rows adds its step before `rollups`.
+ */
+@Module({
+  imports: [AuthModule, RateLimitModule, MetricsModule, UserSuppressionsModule, RollupsModule, StorageModule],
+  controllers: [DeletionsController],
+  providers: [
+    DeletionRepository,
+    EventErasureRepository,
+    SuppressionRepository,
+    SuppressionsService,
+    DeletionsService,
+    PrivacyMetrics,
+    PrivacyListener,
+    EventsErasureStep,
+    RollupsErasureStep,
+    {
+      provide: ERASURE_STEPS,
+      useFactory: (events: EventsErasureStep, rollups: RollupsErasureStep) => [events, rollups],
+      inject: [EventsErasureStep, RollupsErasureStep],
+    },
+  ],
+})
+export class PrivacyModule {}

@@ -1,0 +1,24 @@
+import { loadConfig } from '@app/config/config';
+import { runCli } from '@app/cli/main';
+import { testEnv } from './test-app';
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** The parsed document of a successful `--json` run. */
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** Runs the admin CLI in this process against the test database. */
+export async function runTestCli(...argv: string[]): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(
+    argv,
+    { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) },
+    loadConfig(testEnv()),
+  );
+  const json: unknown = code === 0 && argv.includes('--json') ? JSON.parse(stdout) : undefined;
+  return { code, stdout, stderr, json };
+}
