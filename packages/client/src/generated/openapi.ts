@@ -144,6 +144,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/deletions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the deletions of an app
+         * @description Needs an API key with the scope `privacy:write` and access to `appId`. Newest first, at most 100.
+         */
+        get: operations["DeletionsController_list"];
+        put?: never;
+        /**
+         * Erase users of an app
+         * @description Needs an API key with the scope `privacy:write` and access to `appId`. Deletes the users’ events and recomputes the rollups of the days they touched; with `suppress` (default), their new events are refused (`user_suppressed`) on every instance within a second.
+         */
+        post: operations["DeletionsController_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/deletions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a deletion
+         * @description Needs an API key with the scope `privacy:write` and access to the deletion’s app.
+         */
+        get: operations["DeletionsController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -267,7 +311,7 @@ export interface components {
              * @description Why the event was rejected. Do not retry it.
              * @enum {string}
              */
-            code: "missing_field" | "invalid_type" | "invalid_value" | "too_long" | "too_many_keys" | "nested_value" | "event_too_large" | "event_too_old" | "pii_detected" | "unstorable_value" | "too_many_event_names";
+            code: "missing_field" | "invalid_type" | "invalid_value" | "too_long" | "too_many_keys" | "nested_value" | "event_too_large" | "event_too_old" | "pii_detected" | "unstorable_value" | "too_many_event_names" | "user_suppressed";
         };
         EventWarningDto: {
             /** @description Position of the event in the batch, from 0. */
@@ -325,6 +369,7 @@ export interface components {
                 pii_detected?: number;
                 unstorable_value?: number;
                 too_many_event_names?: number;
+                user_suppressed?: number;
             };
             /**
              * @description Warnings of the accepted events by code, including those past the listed ones. A code that did not occur is absent.
@@ -403,6 +448,41 @@ export interface components {
              * @example Europe/Berlin
              */
             timezone: string;
+        };
+        CreateDeletionDto: {
+            /**
+             * Format: uuid
+             * @description The app whose users are erased.
+             */
+            appId: string;
+            /** @description The users to erase, as sent in events (`anonymousUserId`); 1 to 1,000. */
+            anonymousUserIds: string[];
+            /**
+             * @description Also refuse the users’ future events (`user_suppressed`) from the 202 on.
+             * @default true
+             */
+            suppress: boolean;
+        };
+        DeletionRecordDto: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            appId: string;
+            /** @enum {string} */
+            status: "pending" | "running" | "done" | "failed";
+            /** @description How many distinct users the request named (never the ids). */
+            users: number;
+            suppress: boolean;
+            /** @description Events deleted so far. */
+            eventsDeleted: number;
+            /** @description Days whose rollups were recomputed. */
+            daysRecomputed: number;
+            /** @description Epoch milliseconds. */
+            createdAt: number;
+            /** @description Epoch milliseconds, or null. */
+            startedAt: number | null;
+            /** @description Epoch milliseconds, or null. */
+            finishedAt: number | null;
         };
     };
     responses: never;
@@ -900,6 +980,297 @@ export interface operations {
             /** @description A bug. The body carries a `requestId` to quote when reporting it. */
             500: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    DeletionsController_list: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletionRecordDto"][];
+                };
+            };
+            /** @description Invalid query parameters (`invalid_query`, with `errors`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `privacy:write` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    DeletionsController_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateDeletionDto"];
+            };
+        };
+        responses: {
+            /** @description The deletion, accepted; `Location` names it. */
+            202: {
+                headers: {
+                    /** @description The deletion: `/api/v1/deletions/{id}`. */
+                    Location?: string;
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletionRecordDto"];
+                };
+            };
+            /** @description Invalid JSON (`invalid_json`) or body (`invalid_body`, with `errors`): 1 to 1,000 ids of 1 to 200 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `privacy:write` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is over 1.5 MB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content-Type is not application/json (`unsupported_media_type`). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    DeletionsController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletionRecordDto"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `privacy:write` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No deletion with this id among the key’s apps (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
