@@ -5,7 +5,7 @@ import { RollupsService } from '@app/rollups/rollups.service';
 import { DAY_MS, utcDateString } from '@app/common/time';
 import { makeTenant } from './factories';
 import { seedEvents } from './factories/events';
-import { freePort } from './support/free-port';
+import { freePort } from './support/harness';
 import { testDatabaseUrl, useTestApp } from './support/test-app';
 
 const ROOT = path.resolve(__dirname, '..');

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 import { clusterDir, destroy, ensure, makeTemporaryDir, stop } from '../../src/database/embedded-pg.mjs';
-import { freePort } from '../support/free-port.mjs';
+import { freePort, sleep } from '../support/harness.js';
 
 const SLOT = 'tally_standby';
 // What pg_basebackup leaves out of a copy: files of the running server and runtime state.
@@ -38,7 +38,6 @@ const SKIP_FILES = new Set([
   'recovery.signal',
 ]);
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Clusters this process started; none may outlive it (pg_ctl starts PostgreSQL detached).
 const running = new Set();

@@ -178,12 +178,14 @@ async function checkLagFallback(server, pair, tenant, load) {
 
 async function checkStandbyStopped(server, pair, tenant) {
   const reads = readLoop(server, tenant);
+  // Pacing: some reads are answered by the standby before it stops.
   await sleep(500);
   const stopAt = performance.now();
   const stopEpoch = Date.now();
   await pair.standby.stop();
   const goneAt = performance.now();
   await until(async () => reads.answers.some((a) => a.start > goneAt && a.status === 200), 5_000);
+  // Pacing: the loop keeps reading a moment after the switch, so later answers are checked too.
   await sleep(300);
   await reads.stop();
   const inFlight = reads.answers.filter((a) => a.start < stopAt && a.end > stopAt);
