@@ -14,6 +14,7 @@ const SRC_FOLDERS = [
   'auth',
   'ingest',
   'events',
+  'export',
   'rollups',
   'storage',
   'ops',
@@ -28,11 +29,12 @@ const ALLOWED_IMPORTS = {
   auth: FOUNDATION,
   ingest: [...FOUNDATION, 'auth'],
   events: [...FOUNDATION, 'auth'],
+  export: [...FOUNDATION, 'auth'],
   rollups: [...FOUNDATION, 'auth'],
   storage: FOUNDATION,
   ops: FOUNDATION,
   dashboard: FOUNDATION,
-  cli: [...FOUNDATION, 'auth', 'rollups'],
+  cli: [...FOUNDATION, 'auth', 'rollups', 'export'],
 };
 
 function boundaryRules(folder) {

@@ -10,6 +10,7 @@ import { AuthModule } from './auth/auth.module';
 import { KeyRevocationModule } from './auth/key-revocation.module';
 import { IngestModule } from './ingest/ingest.module';
 import { EventsModule } from './events/events.module';
+import { ExportModule } from './export/export.module';
 import { RollupsModule } from './rollups/rollups.module';
 import { OpsModule } from './ops/ops.module';
 import { StorageModule } from './storage/storage.module';
@@ -34,6 +35,7 @@ export class AppModule {
         KeyRevocationModule,
         IngestModule,
         EventsModule,
+        ExportModule,
         StorageModule,
         RollupsModule,
         OpsModule,

@@ -3,8 +3,9 @@ import { AppError } from '@app/common/app-error';
 import { normaliseAppId } from '@app/common/ids';
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { decodeCursor, encodeCursor } from './cursor';
-import { EventFilters, EventRepository, EventRow } from './event.repository';
-import type { EventRecordDto } from './event-record.dto';
+import { EventFilters, EventRepository } from './event.repository';
+import type { EventRecordDto } from '@app/common/reads/event-record.dto';
+import { toEventRecord } from '@app/common/reads/event-record';
 import { DEFAULT_LIMIT, ListEventsQueryDto } from './list-events-query.dto';
 import { parseInstant } from '@app/common/reads/time-params';
 
@@ -12,30 +13,6 @@ export interface EventsPage {
   events: EventRecordDto[];
   /** Cursor of the next page, or null on the last one. */
   nextCursor: string | null;
-}
-
-function toRecord(row: EventRow): EventRecordDto {
-  return {
-    id: row.id,
-    appId: row.app_id,
-    eventName: row.event_name,
-    anonymousUserId: row.anonymous_user_id,
-    sessionId: row.session_id,
-    eventTime: row.event_time === null ? null : Number(row.event_time),
-    timestamp: Number(row.ts_ms),
-    receivedAt: Number(BigInt(row.received_us) / 1000n),
-    eventId: row.event_id,
-    isTestMode: row.is_test_mode,
-    platform: row.platform,
-    appVersion: row.app_version,
-    buildNumber: row.build_number,
-    osVersion: row.os_version,
-    deviceModel: row.device_model,
-    locale: row.locale,
-    timezone: row.timezone,
-    floatValue: row.float_value,
-    payload: row.payload,
-  };
 }
 
 @Injectable()
@@ -86,7 +63,7 @@ export class EventsService {
       rows.length > limit
         ? encodeCursor(secret, binding, { receivedUs: BigInt(last.received_us), id: BigInt(last.id) })
         : null;
-    return { events: page.map(toRecord), nextCursor };
+    return { events: page.map(toEventRecord), nextCursor };
   }
 
   /** The signing key never changes while the service runs: read it once. */
