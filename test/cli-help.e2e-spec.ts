@@ -18,6 +18,7 @@ const COMMANDS = [
   ['keys', 'revoke'],
   ['keys', 'rotate'],
   ['rollups', 'compute'],
+  ['export'],
   ['seed'],
   ['migrate'],
   ['completion'],
@@ -172,7 +173,7 @@ printf '%s\\n' "\${COMPREPLY[@]}"`;
       return stdout.trim().split('\n').sort();
     };
     expect(await complete('')).toEqual(
-      ['--help', 'apps', 'completion', 'help', 'keys', 'migrate', 'rollups', 'seed'].sort(),
+      ['--help', 'apps', 'completion', 'export', 'help', 'keys', 'migrate', 'rollups', 'seed'].sort(),
     );
     expect(await complete('keys', 'r')).toEqual(['revoke', 'rotate']);
     expect(await complete('keys', 'rotate', '--g')).toEqual(['--grace-days']);

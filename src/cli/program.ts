@@ -8,6 +8,7 @@ import { keysListCommand } from './commands/keys-list.command';
 import { keysRevokeCommand } from './commands/keys-revoke.command';
 import { keysRotateCommand } from './commands/keys-rotate.command';
 import { migrateCommand } from './commands/migrate.command';
+import { exportCommand } from './commands/export.command';
 import { rollupsComputeCommand } from './commands/rollups-compute.command';
 import { seedCommand } from './commands/seed.command';
 import { UsageError } from './exit-codes';
@@ -50,6 +51,7 @@ export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
     ]),
   );
   program.addCommand(group('rollups', 'Recompute the daily rollups.', [rollupsComputeCommand(rt)]));
+  program.addCommand(exportCommand(rt));
   program.addCommand(seedCommand(rt));
   program.addCommand(migrateCommand(rt));
   program.addCommand(completionCommand(rt));

@@ -10,6 +10,7 @@ import { createDataSource } from '@app/database/data-source';
 import { runMigrations } from '@app/database/migrate';
 import { prepareDatabase } from '@app/database/prepare';
 import type { RollupsService } from '@app/rollups/rollups.service';
+import type { ExportService } from '@app/export/export.service';
 
 /**
  * The services the admin commands call, built by hand on one DataSource. The CLI does not boot
@@ -21,6 +22,8 @@ export interface CliServices {
   keys: KeysService;
   /** Built on first use: the rollups code is the one part that needs Nest's common layer. */
   rollups(): RollupsService;
+  /** Built on first use, like rollups. The CLI's export reads the database directly. */
+  exports(): ExportService;
   close(): Promise<void>;
 }
 
@@ -50,10 +53,12 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
   const apps = new AppsService(new AppRepository(dataSource));
   const keys = new KeysService(new KeyRepository(dataSource), apps, resolved);
   let rollups: RollupsService | undefined;
+  let exports: ExportService | undefined;
   return {
     apps,
     keys,
     rollups: () => (rollups ??= buildRollups(dataSource, resolved)),
+    exports: () => (exports ??= buildExports(dataSource, resolved)),
     close,
   };
 }
@@ -73,6 +78,13 @@ function buildRollups(dataSource: DataSource, config: AppConfig): RollupsService
     new RollupComputationRepository(dataSource),
     config,
   );
+}
+
+function buildExports(dataSource: DataSource, config: AppConfig): ExportService {
+  const { ExportService } = require('../export/export.service') as typeof import('../export/export.service');
+  const { ExportRepository } =
+    require('../export/export.repository') as typeof import('../export/export.repository');
+  return new ExportService(config, new ExportRepository(dataSource));
 }
 
 /** Attaches to the database, applies the pending migrations and leaves; returns their names. */

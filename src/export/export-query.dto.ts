@@ -3,8 +3,9 @@ import { IsIn, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'clas
 import { IsInstant } from '@app/common/reads/query-validators';
 import { AppIdParam, TestModeParam, TestModeFilter } from '@app/common/reads/query-params';
 
-export const EXPORT_FORMATS = ['ndjson', 'parquet'] as const;
-export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+import { EXPORT_FORMATS, type ExportFormat } from './export-format';
+
+export { EXPORT_FORMATS, type ExportFormat };
 
 /** `<receivedAt>:<id>`: the receive time in epoch ms, a colon, then the record's `id`. */
 export const AFTER_PATTERN = '^\\d{1,15}:[^\\s:]{1,200}$';

@@ -33,6 +33,17 @@ export function parseAfter(appId: string, text: string): ExportPosition | null {
   return { receivedUs: BigInt(receivedMs) * 1000n, id };
 }
 
+/** An instant parameter (checked again here for callers without the DTO, such as the CLI). */
+function instant(field: 'from' | 'to', value: string): number {
+  const ms = parseInstant(value);
+  if (ms === null) {
+    throw invalidQuery([
+      { field, code: 'invalid_timestamp', message: `${field} must be epoch ms or ISO-8601 with an offset` },
+    ]);
+  }
+  return ms;
+}
+
 /** Where a row is in the export order. */
 export function positionOf(row: EventRow): ExportPosition {
   return { receivedUs: BigInt(row.received_us), id: BigInt(row.id) };
@@ -61,8 +72,8 @@ export class ExportService {
   plan(query: ExportQueryDto, now = Date.now()): ExportPlan {
     const appId = normaliseAppId(query.appId);
     const horizon = this.horizon(now);
-    const fromMs = parseInstant(query.from)!;
-    const toMs = query.to === undefined ? horizon : parseInstant(query.to)!;
+    const fromMs = instant('from', query.from);
+    const toMs = query.to === undefined ? horizon : instant('to', query.to);
     if (toMs > horizon) {
       throw invalidQuery([
         {

@@ -13,7 +13,10 @@ import type { AcceptedEvent } from './ingest.types';
 //    sharing ids cannot deadlock; a concurrent statement with the same id waits on the unique
 //    index and then sees the conflict, so exactly one copy is stored.
 //  - `stored` inserts the events with no eventId or a freshly claimed one.
-//  - `dirty` marks each (app, UTC day) that received events, for the rollup task.
+//  - `dirty` marks each (app, UTC day) that received events, for the rollup task. It runs last,
+//    after every row is written, and checks that the oldest receive time of the statement is
+//    at most $20 ms old (tally_ingest_in_time raises otherwise), so that no event commits
+//    later than that after its receivedAt: the export horizon rests on it (docs/decisions.md).
 //  - The result lists the input positions (1-based) whose eventId was a duplicate.
 // The 18 arrays arrive in PostgreSQL's binary format (see BinaryArrayWriter); the dedup window
 // is a text parameter.
@@ -50,7 +53,8 @@ stored AS (
 ),
 dirty AS (
   INSERT INTO rollup_dirty (app_id, day)
-  SELECT DISTINCT app_id, (ts AT TIME ZONE 'UTC')::date FROM stored
+  SELECT app_id, day FROM (SELECT DISTINCT app_id, (ts AT TIME ZONE 'UTC')::date AS day FROM stored) d
+   WHERE tally_ingest_in_time((SELECT min(received_at) FROM input), $20::bigint)
 )
 SELECT i.n::int AS n FROM input i
  WHERE i.event_id IS NOT NULL
@@ -147,7 +151,7 @@ function selectRows(batches: WriteBatch[], duplicates: number[][]) {
 
 // Prepared once per connection, so PostgreSQL plans this large statement once rather than on
 // every batch. Bump the suffix whenever the statement's text changes.
-const STATEMENT_NAME = 'tally_ingest_rows_v3';
+const STATEMENT_NAME = 'tally_ingest_rows_v4';
 
 interface PgClient {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: { n: number }[] }>;
@@ -171,14 +175,19 @@ export class IngestRepository {
    * Stores the events of `batches` atomically, in one statement, skipping eventIds of the same
    * app already seen within the last `dedupWindowMs` before each batch's receive time. An
    * eventId that two batches share is stored once, for the first. Returns, for each batch, the
-   * positions in its `events` that were duplicates.
+   * positions in its `events` that were duplicates. Refuses (SQLSTATE 53T01, nothing stored)
+   * when the statement ends more than `commitWithinMs` after the oldest batch's receive time.
    */
-  async insertBatches(batches: WriteBatch[], dedupWindowMs: number): Promise<number[][]> {
+  async insertBatches(
+    batches: WriteBatch[],
+    dedupWindowMs: number,
+    commitWithinMs: number,
+  ): Promise<number[][]> {
     const duplicates: number[][] = batches.map(() => []);
     const { events, batchOf, positionOf } = selectRows(batches, duplicates);
     if (events.length === 0) return duplicates;
 
-    const values: unknown[] = [...statementArrays(batches, events, batchOf), dedupWindowMs];
+    const values: unknown[] = [...statementArrays(batches, events, batchOf), dedupWindowMs, commitWithinMs];
     // The driver's client is used directly for its named (prepared) statements; TypeORM's
     // query() sends unnamed ones only.
     const runner = this.db.createQueryRunner();
