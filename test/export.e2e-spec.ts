@@ -10,6 +10,7 @@ import { bearer, makeApiKey, makeApp, makeIngestKey, makeTenant, postIngest } fr
 import { SeedEvent, seedEvents } from './factories/events';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
+import { TallyReader } from '../packages/client/src/index';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -184,6 +185,45 @@ describe('GET /api/v1/export', () => {
       held.destroy();
     }
     expect((await untilAdmitted(() => exportReq({ appId: tenant.appId, ...full }))).status).toBe(200);
+  });
+
+  it('TallyReader.export resumes by itself after cuts and never yields a record twice', async () => {
+    const whole = parseLines((await exportReq({ appId: tenant.appId, ...full })).text);
+    const { port } = listening();
+    let cuts = 0;
+    // A fetch whose first three answers break off after 50 kB, as a dropped connection does.
+    const cutting = (async (input: string | URL | Request, init?: RequestInit) => {
+      const res = await fetch(input, init);
+      if (!res.body || cuts >= 3) return res;
+      cuts++;
+      let sent = 0;
+      const reader = res.body.getReader();
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          const { done, value } = await reader.read();
+          if (done) return controller.close();
+          sent += value.length;
+          if (sent > 50_000) {
+            await reader.cancel();
+            return controller.error(new TypeError('terminated'));
+          }
+          controller.enqueue(value);
+        },
+      });
+      return new Response(body, { status: res.status, headers: res.headers });
+    }) as typeof fetch;
+    const reader = new TallyReader({
+      endpoint: `http://127.0.0.1:${port}`,
+      apiKey: exportKey,
+      fetch: cutting,
+      sleep: () => new Promise((resolve) => setImmediate(resolve)),
+      maxRetries: 50,
+    });
+    const got = [];
+    for await (const record of reader.export({ appId: tenant.appId, from: full.from, to: full.to }))
+      got.push(record);
+    expect(cuts).toBe(3);
+    expect(got).toEqual(whole);
   });
 
   describe('errors', () => {
