@@ -9,7 +9,9 @@
 // cluster running afterwards, for inspection), --profile (write a V8 CPU profile of the ingest
 // server to bench/.cache/profiles/ and list its hottest functions), --cli (only the admin CLI's
 // timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --pair (two
-// builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json).
+// builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json),
+// --export [--export-events N] (only the raw export, bench/scenarios/export.mjs, recorded in the
+// `export` section of latest.json).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -108,7 +110,8 @@ async function main() {
   }
 
   results.durationSeconds = (Date.now() - started) / 1000;
-  results.cli = previousCliFigures();
+  results.cli = previousFigures('cli');
+  results.export = previousFigures('export');
   results.targets = evaluateTargets(results);
   results.budget = budgetOf(results);
   results.correctness = correctness;
@@ -121,10 +124,10 @@ async function main() {
   return correctness.every((c) => c.pass) ? 0 : 1;
 }
 
-// The CLI figures come from `--cli` runs; a full run keeps the last ones.
-function previousCliFigures() {
+// The CLI and export figures come from `--cli` and `--export` runs; a full run keeps the last ones.
+function previousFigures(section) {
   try {
-    return JSON.parse(fs.readFileSync(path.join(BENCH, 'results', 'latest.json'), 'utf8')).cli;
+    return JSON.parse(fs.readFileSync(path.join(BENCH, 'results', 'latest.json'), 'utf8'))[section];
   } catch {
     return undefined;
   }
@@ -132,7 +135,9 @@ function previousCliFigures() {
 
 const run = flags.cli
   ? () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git }))
-  : main;
+  : flags.export
+    ? () => import('./scenarios/export.mjs').then((m) => m.exportBenchmarkMain({ root: ROOT, log, git }))
+    : main;
 run().then(
   (code) => process.exit(code),
   (err) => {

@@ -22,6 +22,9 @@ export const { values: flags } = parseArgs({
     'keep-pg': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     cli: { type: 'boolean', default: false },
+    // The raw export alone (bench/scenarios/export.mjs), recorded in the `export` section.
+    export: { type: 'boolean', default: false },
+    'export-events': { type: 'string' },
     robustness: { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
     // Paired A/B of two builds (bench/scenarios/pair.mjs).

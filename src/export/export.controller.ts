@@ -82,7 +82,10 @@ export class ExportController {
       const first = await chunks.next();
       this.start(req, res, plan);
       const rows = prepend(first.done ? undefined : first.value, chunks);
-      const body = Readable.from(plan.format === 'parquet' ? parquetBody(rows) : ndjsonBody(rows));
+      // One piece buffered ahead, no more: the socket's own buffer does the rest.
+      const body = Readable.from(plan.format === 'parquet' ? parquetBody(rows) : ndjsonBody(rows), {
+        highWaterMark: 1,
+      });
       if (res.getHeader('Content-Encoding') === 'gzip') await pipeline(body, createGzip(), res);
       else await pipeline(body, res);
     } catch (err) {
