@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { loadConfig } from '@app/config/config';
 import { runCli } from '@app/cli/main';
+import { ExportRepository } from '@app/export/export.repository';
+import { ExportService } from '@app/export/export.service';
 import { makeApp } from './factories';
 import { seedEvents } from './factories/events';
 import { testEnv, useTestApp } from './support/test-app';
@@ -124,5 +126,41 @@ describe('tally export', () => {
     );
     expect(run.code).toBe(3);
     expect(run.stderr).toMatch(/No such app/);
+  });
+});
+
+describe('the export resumes by itself after a dropped database connection (the CLI path)', () => {
+  const t = useTestApp();
+
+  it('reads the chunk again from the same position, so no row is lost or repeated', async () => {
+    const appId = (await makeApp(t.app)).id;
+    const base = Date.now() - 3 * HOUR;
+    await seedEvents(
+      t.db,
+      appId,
+      Array.from({ length: 250 }, (_, i) => ({
+        eventName: 'Cli.drop',
+        receivedAt: base + i,
+        eventId: `d-${i}`,
+      })),
+    );
+    const config = loadConfig(testEnv({ EXPORT_CHUNK_ROWS: '100' }));
+    let calls = 0;
+    // The second chunk's statement has its connection killed under it, as a failover would.
+    class Dropping extends ExportRepository {
+      override async chunk(...args: Parameters<ExportRepository['chunk']>) {
+        if (++calls === 2) await t.db.query('SELECT pg_terminate_backend(pg_backend_pid())');
+        return super.chunk(...args);
+      }
+    }
+    const service = new ExportService(config, new Dropping(t.db));
+    const retried: unknown[] = [];
+    const plan = service.plan({ appId, from: String(base), to: String(base + HOUR) });
+    const ids: string[] = [];
+    for await (const rows of service.chunks(plan, { retries: 3, onRetry: (err) => retried.push(err) })) {
+      ids.push(...rows.map((r) => r.event_id!));
+    }
+    expect(retried).toHaveLength(1);
+    expect(ids).toEqual(Array.from({ length: 250 }, (_, i) => `d-${i}`));
   });
 });
