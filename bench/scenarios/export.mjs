@@ -188,7 +188,9 @@ async function measure({ server, url, dir, total, log }) {
   log(
     `export: ndjson ${ndjson.seconds.toFixed(1)} s, gzip ${gzip.seconds.toFixed(1)} s, parquet ${parquet.seconds.toFixed(1)} s`,
   );
-  const pages = await paging(server.baseUrl, apiKey, tenant.id, Math.min(200, Math.ceil(total / 1000)));
+  const pages = await withCpu(server, dir, () =>
+    paging(server.baseUrl, apiKey, tenant.id, Math.min(200, Math.ceil(total / 1000))),
+  );
   const seconds = Math.max(5, ndjson.seconds * 2);
   let deadline = performance.now() + seconds * 1000;
   const alone = await ingestLoad(server.baseUrl, ingestKey, () => performance.now() > deadline);
@@ -219,8 +221,17 @@ async function measure({ server, url, dir, total, log }) {
     gzip: { eventsPerSec: rate(gzip), seconds: gzip.seconds, bytes: gzip.bytes, ...cpu(gzip) },
     parquet: { eventsPerSec: rate(parquet), seconds: parquet.seconds, bytes: parquet.bytes, ...cpu(parquet) },
     serverRss: { idleMb: idle / 1_048_576, peakMb: peak / 1_048_576, growthMb: (peak - idle) / 1_048_576 },
-    pagingEvents: pages,
+    pagingEvents: {
+      ...pages,
+      serverCpuUsPerEvent: (pages.serverCpuSeconds / pages.events) * 1e6,
+      databaseCpuUsPerEvent: (pages.databaseCpuSeconds / pages.events) * 1e6,
+    },
     exportVsPaging: rate(ndjson) / pages.eventsPerSec,
+    // The same ratio in CPU (server + database) per event, which the neighbours do not distort.
+    exportVsPagingByCpu:
+      (pages.serverCpuSeconds + pages.databaseCpuSeconds) /
+      pages.events /
+      ((ndjson.serverCpuSeconds + ndjson.databaseCpuSeconds) / total),
     otherAppIngest: {
       aloneEventsPerSec: alone.eventsPerSec,
       duringExportEventsPerSec: during.eventsPerSec,
