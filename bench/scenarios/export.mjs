@@ -154,27 +154,59 @@ async function withCpu(server, dir, fn) {
   };
 }
 
-async function measure({ server, url, dir, total, log }) {
+/** Apps and keys through the admin CLI, and the day of events of the exported app. */
+async function prepare({ server, url, total, log }) {
   const tenant = await cli(server.dist, url, ['apps', 'create', '--name', 'export-bench']);
   const other = await cli(server.dist, url, ['apps', 'create', '--name', 'export-bench-other']);
   const ingestKey = (await cli(server.dist, url, ['keys', 'create-ingest', '--app', other.id])).key;
-  const apiKey = (
-    await cli(server.dist, url, [
-      'keys',
-      'create-api',
-      '--app',
-      tenant.id,
-      '--scope',
-      'events:export',
-      '--scope',
-      'events:read',
-    ])
-  ).key;
+  const scopes = ['--scope', 'events:export', '--scope', 'events:read'];
+  const apiKey = (await cli(server.dist, url, ['keys', 'create-api', '--app', tenant.id, ...scopes])).key;
   const day = Math.floor(Date.now() / DAY_MS) * DAY_MS - DAY_MS;
   await fill(url, tenant.id, day, total, log);
+  return { appId: tenant.id, ingestKey, apiKey, day };
+}
+
+/** Another app's ingest for `seconds`, alone, then while NDJSON exports run back to back. */
+async function ingestAloneAndDuringExports(server, ingestKey, seconds, exportOnce) {
+  let deadline = performance.now() + seconds * 1000;
+  const alone = await ingestLoad(server.baseUrl, ingestKey, () => performance.now() > deadline);
+  deadline = performance.now() + seconds * 1000;
+  const exporting = (async () => {
+    while (performance.now() < deadline) await exportOnce();
+  })();
+  const during = await ingestLoad(server.baseUrl, ingestKey, () => performance.now() > deadline);
+  await exporting;
+  return {
+    aloneEventsPerSec: alone.eventsPerSec,
+    duringExportEventsPerSec: during.eventsPerSec,
+    ratio: during.eventsPerSec / alone.eventsPerSec,
+    statusesAlone: alone.statuses,
+    statusesDuringExport: during.statuses,
+    // receivedAt → answer (after the commit), ms: what EXPORT_SETTLE_MS must cover.
+    commitGapMsAlone: alone.commitGapMs,
+    commitGapMsDuringExport: during.commitGapMs,
+  };
+}
+
+/** Events/s and CPU microseconds per event of one download of `total` events. */
+function figuresOf(r, total) {
+  return {
+    eventsPerSec: total / r.seconds,
+    seconds: r.seconds,
+    bytes: r.bytes,
+    // On a busy machine the wall-clock rate says more about the neighbours than about the
+    // export; the CPU each side spent per event does not.
+    serverCpuUsPerEvent: (r.serverCpuSeconds / total) * 1e6,
+    databaseCpuUsPerEvent: (r.databaseCpuSeconds / total) * 1e6,
+    // What one core each for the server and PostgreSQL would sustain, the slower side bounding it.
+    projectedEventsPerSecTwoIdleCores: total / Math.max(r.serverCpuSeconds, r.databaseCpuSeconds),
+  };
+}
+
+async function measure({ server, url, dir, total, log }) {
+  const { appId, ingestKey, apiKey, day } = await prepare({ server, url, total, log });
   const auth = { authorization: `Bearer ${apiKey}` };
-  const path = (format) =>
-    `/api/v1/export?appId=${tenant.id}&from=${day}&to=${day + DAY_MS}&format=${format}`;
+  const path = (format) => `/api/v1/export?appId=${appId}&from=${day}&to=${day + DAY_MS}&format=${format}`;
   await download(server.baseUrl, path('ndjson'), auth); // warm-up: caches and JIT
   const idle = server.memory().rss;
   let peak = idle;
@@ -189,59 +221,30 @@ async function measure({ server, url, dir, total, log }) {
     `export: ndjson ${ndjson.seconds.toFixed(1)} s, gzip ${gzip.seconds.toFixed(1)} s, parquet ${parquet.seconds.toFixed(1)} s`,
   );
   const pages = await withCpu(server, dir, () =>
-    paging(server.baseUrl, apiKey, tenant.id, Math.min(200, Math.ceil(total / 1000))),
+    paging(server.baseUrl, apiKey, appId, Math.min(200, Math.ceil(total / 1000))),
   );
-  const seconds = Math.max(5, ndjson.seconds * 2);
-  let deadline = performance.now() + seconds * 1000;
-  const alone = await ingestLoad(server.baseUrl, ingestKey, () => performance.now() > deadline);
-  deadline = performance.now() + seconds * 1000;
-  const exporting = (async () => {
-    while (performance.now() < deadline) await download(server.baseUrl, path('ndjson'), auth);
-  })();
-  const during = await ingestLoad(server.baseUrl, ingestKey, () => performance.now() > deadline);
-  await exporting;
-  const rate = (r) => total / r.seconds;
-  // CPU microseconds per event, of the server and of PostgreSQL: on a busy machine the wall-clock
-  // rate says more about the neighbours than about the export; these do not.
-  const cpu = (r) => ({
-    serverCpuUsPerEvent: (r.serverCpuSeconds / total) * 1e6,
-    databaseCpuUsPerEvent: (r.databaseCpuSeconds / total) * 1e6,
-    // What one core each for the server and PostgreSQL would sustain, the slower side bounding it.
-    projectedEventsPerSecTwoIdleCores: total / Math.max(r.serverCpuSeconds, r.databaseCpuSeconds),
-  });
+  const otherAppIngest = await ingestAloneAndDuringExports(
+    server,
+    ingestKey,
+    Math.max(5, ndjson.seconds * 2),
+    () => download(server.baseUrl, path('ndjson'), auth),
+  );
+  const cpuPerEvent = (r, n) => (r.serverCpuSeconds + r.databaseCpuSeconds) / n;
   return {
     events: total,
-    ndjson: {
-      eventsPerSec: rate(ndjson),
-      seconds: ndjson.seconds,
-      bytes: ndjson.bytes,
-      lines: ndjson.lines,
-      ...cpu(ndjson),
-    },
-    gzip: { eventsPerSec: rate(gzip), seconds: gzip.seconds, bytes: gzip.bytes, ...cpu(gzip) },
-    parquet: { eventsPerSec: rate(parquet), seconds: parquet.seconds, bytes: parquet.bytes, ...cpu(parquet) },
+    ndjson: { ...figuresOf(ndjson, total), lines: ndjson.lines },
+    gzip: figuresOf(gzip, total),
+    parquet: figuresOf(parquet, total),
     serverRss: { idleMb: idle / 1_048_576, peakMb: peak / 1_048_576, growthMb: (peak - idle) / 1_048_576 },
     pagingEvents: {
       ...pages,
       serverCpuUsPerEvent: (pages.serverCpuSeconds / pages.events) * 1e6,
       databaseCpuUsPerEvent: (pages.databaseCpuSeconds / pages.events) * 1e6,
     },
-    exportVsPaging: rate(ndjson) / pages.eventsPerSec,
+    exportVsPaging: total / ndjson.seconds / pages.eventsPerSec,
     // The same ratio in CPU (server + database) per event, which the neighbours do not distort.
-    exportVsPagingByCpu:
-      (pages.serverCpuSeconds + pages.databaseCpuSeconds) /
-      pages.events /
-      ((ndjson.serverCpuSeconds + ndjson.databaseCpuSeconds) / total),
-    otherAppIngest: {
-      aloneEventsPerSec: alone.eventsPerSec,
-      duringExportEventsPerSec: during.eventsPerSec,
-      ratio: during.eventsPerSec / alone.eventsPerSec,
-      statusesAlone: alone.statuses,
-      statusesDuringExport: during.statuses,
-      // receivedAt → answer (after the commit), ms: what EXPORT_SETTLE_MS must cover.
-      commitGapMsAlone: alone.commitGapMs,
-      commitGapMsDuringExport: during.commitGapMs,
-    },
+    exportVsPagingByCpu: cpuPerEvent(pages, pages.events) / cpuPerEvent(ndjson, total),
+    otherAppIngest,
   };
 }
 
