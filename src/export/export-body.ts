@@ -1,7 +1,7 @@
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { EventRow } from '@app/common/reads/event-record';
 import { toEventRecord } from '@app/common/reads/event-record';
 import { ParquetEncoder } from './export-parquet';
+import { shareEventLoop } from './fair-share';
 
 // Rows serialised between two turns of the event loop: an export shares its process with ingest
 // and other reads, and hands the loop back every few milliseconds.
@@ -11,11 +11,13 @@ const ROWS_PER_TURN = 1_000;
 export async function* ndjsonBody(chunks: AsyncIterable<EventRow[]>): AsyncGenerator<string> {
   for await (const rows of chunks) {
     for (let start = 0; start < rows.length; start += ROWS_PER_TURN) {
+      const started = performance.now();
       let text = '';
       const end = Math.min(rows.length, start + ROWS_PER_TURN);
       for (let i = start; i < end; i++) text += JSON.stringify(toEventRecord(rows[i])) + '\n';
+      const workMs = performance.now() - started;
       yield text;
-      await nextTurn();
+      await shareEventLoop(workMs);
     }
   }
 }
@@ -24,9 +26,12 @@ export async function* ndjsonBody(chunks: AsyncIterable<EventRow[]>): AsyncGener
 export async function* parquetBody(chunks: AsyncIterable<EventRow[]>): AsyncGenerator<Uint8Array> {
   const encoder = new ParquetEncoder();
   for await (const rows of chunks) {
-    for (const group of encoder.add(rows.map(toEventRecord))) {
+    const started = performance.now();
+    const groups = encoder.add(rows.map(toEventRecord));
+    const workMs = performance.now() - started;
+    for (const group of groups) {
       yield group;
-      await nextTurn();
+      await shareEventLoop(workMs);
     }
   }
   yield encoder.finish();
