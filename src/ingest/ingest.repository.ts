@@ -14,9 +14,10 @@ import type { AcceptedEvent } from './ingest.types';
 //    index and then sees the conflict, so exactly one copy is stored.
 //  - `stored` inserts the events with no eventId or a freshly claimed one.
 //  - `dirty` marks each (app, UTC day) that received events, for the rollup task. It runs last,
-//    after every row is written, and checks that the oldest receive time of the statement is
-//    at most $20 ms old (tally_ingest_in_time raises otherwise), so that no event commits
-//    later than that after its receivedAt: the export horizon rests on it (docs/decisions.md).
+//    after every row is written, and checks that the statement took at most $20 ms, what was
+//    left of the oldest batch's commit budget when it was sent (tally_ingest_in_time raises
+//    otherwise), so that no event commits later than that after its receivedAt: the export
+//    horizon rests on it (docs/decisions.md).
 //  - The result lists the input positions (1-based) whose eventId was a duplicate.
 // The 18 arrays arrive in PostgreSQL's binary format (see BinaryArrayWriter); the dedup window
 // is a text parameter.
@@ -54,7 +55,7 @@ stored AS (
 dirty AS (
   INSERT INTO rollup_dirty (app_id, day)
   SELECT app_id, day FROM (SELECT DISTINCT app_id, (ts AT TIME ZONE 'UTC')::date AS day FROM stored) d
-   WHERE tally_ingest_in_time((SELECT min(received_at) FROM input), $20::bigint)
+   WHERE tally_ingest_in_time($20::bigint)
 )
 SELECT i.n::int AS n FROM input i
  WHERE i.event_id IS NOT NULL
@@ -176,7 +177,8 @@ export class IngestRepository {
    * app already seen within the last `dedupWindowMs` before each batch's receive time. An
    * eventId that two batches share is stored once, for the first. Returns, for each batch, the
    * positions in its `events` that were duplicates. Refuses (SQLSTATE 53T01, nothing stored)
-   * when the statement ends more than `commitWithinMs` after the oldest batch's receive time.
+   * when the statement ends more than `commitWithinMs` after the oldest batch's receive time
+   * (the wait before it on this clock, the statement itself on the database's).
    */
   async insertBatches(
     batches: WriteBatch[],
@@ -187,7 +189,10 @@ export class IngestRepository {
     const { events, batchOf, positionOf } = selectRows(batches, duplicates);
     if (events.length === 0) return duplicates;
 
-    const values: unknown[] = [...statementArrays(batches, events, batchOf), dedupWindowMs, commitWithinMs];
+    // What is left of the commit budget of the oldest batch; the statement must end within it.
+    const oldest = Math.min(...batches.map((b) => b.receivedAt));
+    const budgetMs = commitWithinMs - (Date.now() - oldest);
+    const values: unknown[] = [...statementArrays(batches, events, batchOf), dedupWindowMs, budgetMs];
     // The driver's client is used directly for its named (prepared) statements; TypeORM's
     // query() sends unnamed ones only.
     const runner = this.db.createQueryRunner();
