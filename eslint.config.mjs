@@ -15,6 +15,7 @@ const SRC_FOLDERS = [
   'auth',
   'ingest',
   'events',
+  'export',
   'rollups',
   'storage',
   'ops',
@@ -31,11 +32,12 @@ const ALLOWED_IMPORTS = {
   auth: [...FOUNDATION, 'audit'],
   ingest: [...FOUNDATION, 'auth'],
   events: [...FOUNDATION, 'auth'],
+  export: [...FOUNDATION, 'auth'],
   rollups: [...FOUNDATION, 'audit', 'auth'],
   storage: FOUNDATION,
   ops: FOUNDATION,
   dashboard: FOUNDATION,
-  cli: [...FOUNDATION, 'audit', 'auth', 'rollups', 'privacy', 'storage'],
+  cli: [...FOUNDATION, 'audit', 'auth', 'rollups', 'privacy', 'storage', 'export'],
   privacy: [...FOUNDATION, 'audit', 'auth', 'ingest', 'rollups', 'storage'],
 };
 

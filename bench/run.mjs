@@ -18,7 +18,8 @@
 // uploads against another app's latency, bench/scenarios/noisy-neighbours.mjs), --name-bound (the
 // ingest CPU cost of INGEST_MAX_EVENT_NAMES_PER_DAY alone, bench/scenarios/name-bound.mjs, the
 // `nameBound` section of latest.json), --erasure [--erasure-scale f] (only the erasure of a heavy
-// user, bench/scenarios/erasure.mjs, the `erasure` section).
+// user, bench/scenarios/erasure.mjs, the `erasure` section), --export [--export-events N] (only
+// the raw export, bench/scenarios/export.mjs, the `export` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -125,7 +126,7 @@ async function main() {
   }
 
   results.durationSeconds = (Date.now() - started) / 1000;
-  for (const [name, section] of Object.entries(STANDALONE_SECTIONS)) results[name] = previousSection(section);
+  for (const name of STANDALONE_SECTIONS) results[name] = previousSection(name);
   results.targets = evaluateTargets(results);
   results.budget = budgetOf(results);
   results.correctness = correctness;
@@ -139,9 +140,16 @@ async function main() {
 }
 
 // The figures of the modes that run alone come from their own runs; a full run keeps the last ones.
-const STANDALONE_SECTIONS = Object.fromEntries(
-  ['cli', 'timezones', 'replica', 'erasure', 'isolation', 'nameBound', 'export', 'plans'].map((n) => [n, n]),
-);
+const STANDALONE_SECTIONS = [
+  'cli',
+  'timezones',
+  'replica',
+  'erasure',
+  'isolation',
+  'nameBound',
+  'export',
+  'plans',
+];
 
 function previousSection(name) {
   try {
@@ -151,23 +159,25 @@ function previousSection(name) {
   }
 }
 
-const run = flags.cli
-  ? () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git }))
-  : flags.replica
-    ? () => import('./scenarios/replica.mjs').then((m) => m.replicaBenchmarkMain({ root: ROOT, log, git }))
-    : flags.timezones
-      ? () => import('./scenarios/timezones.mjs').then((m) => m.timezonesBenchmarkMain({ root: ROOT, log }))
-      : flags['noisy-neighbours']
-        ? () =>
-            import('./scenarios/noisy-neighbours.mjs').then((m) =>
-              m.noisyNeighboursMain({ root: ROOT, log, quick: QUICK }),
-            )
-        : flags.erasure
-          ? () =>
-              import('./scenarios/erasure.mjs').then((m) =>
-                m.erasureBenchmarkMain({ root: ROOT, log, git, scale: Number(flags['erasure-scale']) }),
-              )
-          : main;
+// Modes that measure one thing alone and write their own section of latest.json.
+const STANDALONE_MODES = {
+  cli: () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git })),
+  replica: () =>
+    import('./scenarios/replica.mjs').then((m) => m.replicaBenchmarkMain({ root: ROOT, log, git })),
+  timezones: () =>
+    import('./scenarios/timezones.mjs').then((m) => m.timezonesBenchmarkMain({ root: ROOT, log })),
+  'noisy-neighbours': () =>
+    import('./scenarios/noisy-neighbours.mjs').then((m) =>
+      m.noisyNeighboursMain({ root: ROOT, log, quick: QUICK }),
+    ),
+  erasure: () =>
+    import('./scenarios/erasure.mjs').then((m) =>
+      m.erasureBenchmarkMain({ root: ROOT, log, git, scale: Number(flags['erasure-scale']) }),
+    ),
+  export: () => import('./scenarios/export.mjs').then((m) => m.exportBenchmarkMain({ root: ROOT, log, git })),
+};
+const mode = Object.keys(STANDALONE_MODES).find((name) => flags[name]);
+const run = mode ? STANDALONE_MODES[mode] : main;
 run().then(
   (code) => process.exit(code),
   (err) => {

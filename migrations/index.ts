@@ -9,6 +9,7 @@ import { EventsNameIndexEndedDays1763850000000 } from './1763850000000-events-na
 import { AuditLog1763860000000 } from './1763860000000-audit-log';
 import { Erasure1763880000000 } from './1763880000000-erasure';
 import { AppTimezones1763890000000 } from './1763890000000-app-timezones';
+import { IngestCommitHorizon1763900000000 } from './1763900000000-ingest-commit-horizon';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -24,4 +25,5 @@ export const MIGRATIONS = [
   AuditLog1763860000000,
   Erasure1763880000000,
   AppTimezones1763890000000,
+  IngestCommitHorizon1763900000000,
 ];

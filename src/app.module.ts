@@ -11,6 +11,7 @@ import { AuthModule } from './auth/auth.module';
 import { KeyRevocationModule } from './auth/key-revocation.module';
 import { IngestModule } from './ingest/ingest.module';
 import { EventsModule } from './events/events.module';
+import { ExportModule } from './export/export.module';
 import { RollupsModule } from './rollups/rollups.module';
 import { OpsModule } from './ops/ops.module';
 import { StorageModule } from './storage/storage.module';
@@ -37,6 +38,7 @@ export class AppModule {
         KeyRevocationModule,
         IngestModule,
         EventsModule,
+        ExportModule,
         StorageModule,
         RollupsModule,
         OpsModule,

@@ -30,6 +30,9 @@ export const { values: flags } = parseArgs({
     'erasure-scale': { type: 'string', default: '1' },
     // Reads on a hot standby against reads on the primary (bench/scenarios/replica.mjs).
     replica: { type: 'boolean', default: false },
+    // The raw export alone (bench/scenarios/export.mjs), recorded in the `export` section.
+    export: { type: 'boolean', default: false },
+    'export-events': { type: 'string' },
     robustness: { type: 'boolean', default: false },
     // Victim latency under a hostile ingest key (bench/scenarios/isolation.mjs), section `isolation`.
     isolation: { type: 'boolean', default: false },

@@ -48,6 +48,8 @@ export function loadWritePath(dist) {
     const [duplicates] = await repository.insertBatches(
       [{ appId, receivedAt, events: batch }],
       DEDUP_WINDOW_MS,
+      // The service's default: half of EXPORT_SETTLE_MS.
+      5_000,
     );
     return batch.length - duplicates.length;
   };

@@ -10,6 +10,7 @@ import { keysListCommand } from './commands/keys-list.command';
 import { keysRevokeCommand } from './commands/keys-revoke.command';
 import { keysRotateCommand } from './commands/keys-rotate.command';
 import { migrateCommand } from './commands/migrate.command';
+import { exportCommand } from './commands/export.command';
 import { rollupsComputeCommand } from './commands/rollups-compute.command';
 import { seedCommand } from './commands/seed.command';
 import { suppressionsListCommand } from './commands/suppressions-list.command';
@@ -69,6 +70,7 @@ export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
       suppressionsRemoveCommand(rt),
     ]),
   );
+  program.addCommand(exportCommand(rt));
   program.addCommand(seedCommand(rt));
   program.addCommand(migrateCommand(rt));
   program.addCommand(completionCommand(rt));

@@ -13,6 +13,7 @@ import { runMigrations } from '@app/database/migrate';
 import { prepareDatabase } from '@app/database/prepare';
 import type { RollupsService } from '@app/rollups/rollups.service';
 import type { CliPrivacy } from '@app/privacy/privacy.cli';
+import type { ExportService } from '@app/export/export.service';
 
 /**
  * The services the admin commands call, built by hand on one DataSource. The CLI does not boot
@@ -27,6 +28,8 @@ export interface CliServices {
   rollups(): RollupsService;
   /** Built on first use: deletions and suppressions (they run through the rollups). */
   privacy(): CliPrivacy;
+  /** Built on first use, like rollups. The CLI's export reads the database directly. */
+  exports(): ExportService;
   close(): Promise<void>;
 }
 
@@ -58,6 +61,7 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
   const keys = new KeysService(new KeyRepository(dataSource), apps, resolved, audit);
   let rollups: RollupsService | undefined;
   let privacy: CliPrivacy | undefined;
+  let exports: ExportService | undefined;
   return {
     audit,
     apps,
@@ -74,6 +78,7 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
         resolved.erasurePausePercent,
       ));
     },
+    exports: () => (exports ??= buildExports(dataSource, resolved)),
     close,
   };
 }
@@ -104,6 +109,22 @@ function buildRollups(dataSource: DataSource, config: AppConfig, audit: AuditSer
     computation,
     config,
     rezone,
+    new CursorSecretRepository(dataSource),
+  );
+}
+
+function buildExports(dataSource: DataSource, config: AppConfig): ExportService {
+  const { ExportService } = require('../export/export.service') as typeof import('../export/export.service');
+  const { ExportRepository } =
+    require('../export/export.repository') as typeof import('../export/export.repository');
+  const { FixedReadDatabase } =
+    require('../database/read-database') as typeof import('../database/read-database');
+  const { CursorSecretRepository } =
+    require('../common/reads/cursor-secret.repository') as typeof import('../common/reads/cursor-secret.repository');
+  // The CLI reads the primary.
+  return new ExportService(
+    config,
+    new ExportRepository(new FixedReadDatabase(dataSource)),
     new CursorSecretRepository(dataSource),
   );
 }

@@ -92,6 +92,13 @@ export interface AppConfig {
 
   /** Serve the read-only web dashboard at /dashboard. */
   dashboardEnabled: boolean;
+
+  /** The export horizon: a window may end no later than now minus this (ingest commits within it). */
+  exportSettleMs: number;
+  /** Rows an export reads per statement (one keyset-paged chunk). */
+  exportChunkRows: number;
+  /** Exports running at once per instance, whatever the key; past it, 429. */
+  exportMaxConcurrent: number;
 }
 
 export class ConfigError extends Error {
@@ -353,6 +360,10 @@ function readConfig(env: Env): AppConfig {
     lookupSummaryIntervalMs: int(env, 'LOOKUP_SUMMARY_INTERVAL_MS', 2_000, 0, 3_600_000),
 
     dashboardEnabled: bool(env, 'DASHBOARD_ENABLED', true),
+
+    exportSettleMs: int(env, 'EXPORT_SETTLE_MS', 10_000, 200, 3_600_000),
+    exportChunkRows: int(env, 'EXPORT_CHUNK_ROWS', 5_000, 1, 100_000),
+    exportMaxConcurrent: int(env, 'EXPORT_MAX_CONCURRENT', 2, 1, 1_000),
   };
 }
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ReadDatabase } from '@app/database/read-database';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import type { CursorPosition } from './cursor';
+import { EVENT_ROW_COLUMNS, type EventRow } from '@app/common/reads/event-record';
 
 export interface EventFilters {
   eventName?: string;
@@ -12,29 +13,6 @@ export interface EventFilters {
   /** Exclusive upper bound on the effective event time, epoch ms. */
   toMs?: number;
   testMode: TestModeFilter;
-}
-
-/** One stored event as the read query returns it (bigints still as strings). */
-export interface EventRow {
-  id: string;
-  app_id: string;
-  event_name: string;
-  anonymous_user_id: string | null;
-  session_id: string | null;
-  event_time: string | null;
-  ts_ms: string;
-  received_us: string;
-  event_id: string | null;
-  is_test_mode: boolean;
-  platform: string | null;
-  app_version: string | null;
-  build_number: string | null;
-  os_version: string | null;
-  device_model: string | null;
-  locale: string | null;
-  timezone: string | null;
-  float_value: number | null;
-  payload: Record<string, string | number | boolean> | null;
 }
 
 /** An exact timestamptz literal for an epoch-microsecond value (a JS Date only holds ms). */
@@ -92,13 +70,7 @@ export class EventRepository {
     // which sorts 100000 before 99999 and would not match the cursor's numeric comparison.
     return (await this.read.run((db) =>
       db.query(
-        `SELECT id::text AS id, app_id, event_name, anonymous_user_id, session_id,
-              event_time::text AS event_time,
-              floor(extract(epoch FROM ts) * 1000)::bigint::text AS ts_ms,
-              (extract(epoch FROM received_at) * 1000000)::bigint::text AS received_us,
-              event_id, is_test_mode, platform, app_version, build_number, os_version,
-              device_model, locale, timezone, float_value,
-              coalesce(payload_json, payload::json) AS payload
+        `SELECT ${EVENT_ROW_COLUMNS}
          FROM events
         WHERE ${where.join(' AND ')}
         ORDER BY events.received_at DESC, events.id DESC

@@ -3,7 +3,7 @@ import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
 import type { Response } from 'express';
 import { ReadEndpoint } from '@app/auth/read-endpoint.decorator';
-import { EventRecordDto } from './event-record.dto';
+import { EventRecordDto } from '@app/common/reads/event-record.dto';
 import { EventsService } from './events.service';
 import { ListEventsQueryDto } from './list-events-query.dto';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';

@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { normaliseAppId } from '@app/common/ids';
 import { invalidQuery } from '@app/common/query-validation.pipe';
-import { presentEventId } from '@app/common/event-ids';
 import { decodeCursor, encodeCursor } from './cursor';
-import { EventFilters, EventRepository, EventRow } from './event.repository';
-import type { EventRecordDto } from './event-record.dto';
+import { EventFilters, EventRepository } from './event.repository';
+import type { EventRecordDto } from '@app/common/reads/event-record.dto';
+import { toEventRecord } from '@app/common/reads/event-record';
 import { DEFAULT_LIMIT, ListEventsQueryDto } from './list-events-query.dto';
 import { parseInstant } from '@app/common/reads/time-params';
 import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
@@ -14,30 +14,6 @@ export interface EventsPage {
   events: EventRecordDto[];
   /** Cursor of the next page, or null on the last one. */
   nextCursor: string | null;
-}
-
-function toRecord(secret: Buffer, row: EventRow): EventRecordDto {
-  return {
-    id: presentEventId(secret, row.app_id, row.id),
-    appId: row.app_id,
-    eventName: row.event_name,
-    anonymousUserId: row.anonymous_user_id,
-    sessionId: row.session_id,
-    eventTime: row.event_time === null ? null : Number(row.event_time),
-    timestamp: Number(row.ts_ms),
-    receivedAt: Number(BigInt(row.received_us) / 1000n),
-    eventId: row.event_id,
-    isTestMode: row.is_test_mode,
-    platform: row.platform,
-    appVersion: row.app_version,
-    buildNumber: row.build_number,
-    osVersion: row.os_version,
-    deviceModel: row.device_model,
-    locale: row.locale,
-    timezone: row.timezone,
-    floatValue: row.float_value,
-    payload: row.payload,
-  };
 }
 
 @Injectable()
@@ -80,6 +56,6 @@ export class EventsService {
       rows.length > limit
         ? encodeCursor(secret, appId, binding, { receivedUs: BigInt(last.received_us), id: BigInt(last.id) })
         : null;
-    return { events: page.map((row) => toRecord(secret, row)), nextCursor };
+    return { events: page.map((row) => toEventRecord(secret, row)), nextCursor };
   }
 }

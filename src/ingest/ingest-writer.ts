@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { isTransientDatabaseError } from '@app/database/transient-error';
 import { MetricsService } from '@app/common/metrics/metrics.service';
-import { dedupWindowMs } from './ingest.limits';
+import { commitWithinMs, dedupWindowMs } from './ingest.limits';
 import { IngestRepository, WriteBatch } from './ingest.repository';
 
 interface Pending extends WriteBatch {
@@ -23,6 +23,7 @@ export class IngestWriter {
   private readonly queue: Pending[] = [];
   private running = 0;
   private readonly dedupWindowMs: number;
+  private readonly commitWithinMs: number;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -30,6 +31,7 @@ export class IngestWriter {
     private readonly metrics: MetricsService,
   ) {
     this.dedupWindowMs = dedupWindowMs(config);
+    this.commitWithinMs = commitWithinMs(config);
   }
 
   /** Stores `batch` durably; resolves with the positions in `batch.events` that were duplicates. */
@@ -66,7 +68,7 @@ export class IngestWriter {
 
   private async flush(group: Pending[]): Promise<void> {
     try {
-      const duplicates = await this.repository.insertBatches(group, this.dedupWindowMs);
+      const duplicates = await this.repository.insertBatches(group, this.dedupWindowMs, this.commitWithinMs);
       this.metrics.recordIngestWrite(
         group.length,
         group.reduce((n, p) => n + p.events.length, 0),

@@ -35,3 +35,12 @@ export function maxEventsPerRequest(config: { ingestMaxEvents: number; ingestRat
 export function dedupWindowMs(config: { ingestMaxEventAgeDays: number }): number {
   return config.ingestMaxEventAgeDays * DAY_MS;
 }
+
+/**
+ * How long after its receive time an event may still be written: half the export horizon
+ * (EXPORT_SETTLE_MS). The other half is left for the commit itself, so that every event is
+ * committed, and visible, before its receive time falls behind the horizon.
+ */
+export function commitWithinMs(config: { exportSettleMs: number }): number {
+  return Math.floor(config.exportSettleMs / 2);
+}

@@ -15,7 +15,11 @@ import { dirtyMarkArrays } from './dirty-marks';
 //    index and then sees the conflict, so exactly one copy is stored.
 //  - `stored` inserts the events with no eventId or a freshly claimed one.
 //  - `dirty` marks each (app, local day) that received events, for the rollup task: the day in
-//    the app's time zone, named before the statement ($20-$22, see dirtyMarkArrays).
+//    the app's time zone, named before the statement ($20-$22, see dirtyMarkArrays). It runs
+//    last, after every row is written, and checks that the statement took at most $23 ms, what
+//    was left of the oldest batch's commit budget when it was sent (tally_ingest_in_time raises
+//    otherwise), so that no event commits later than that after its receivedAt: the export
+//    horizon rests on it (docs/decisions.md).
 //  - The result lists the input positions (1-based) whose eventId was a duplicate.
 // The 18 arrays arrive in PostgreSQL's binary format (see BinaryArrayWriter); the dedup window
 // is a text parameter.
@@ -54,6 +58,7 @@ dirty AS (
   INSERT INTO rollup_dirty (app_id, day, timezone)
   SELECT m.app_id, m.day::date, m.zone FROM unnest($20::uuid[], $21::text[], $22::text[]) AS m(app_id, day, zone)
    WHERE EXISTS (SELECT 1 FROM stored s WHERE s.app_id = m.app_id)
+     AND tally_ingest_in_time($23::bigint)
 )
 SELECT i.n::int AS n FROM input i
  WHERE i.event_id IS NOT NULL
@@ -150,7 +155,7 @@ function selectRows(batches: WriteBatch[], duplicates: number[][]) {
 
 // Prepared once per connection, so PostgreSQL plans this large statement once rather than on
 // every batch. Bump the suffix whenever the statement's text changes.
-const STATEMENT_NAME = 'tally_ingest_rows_v4';
+const STATEMENT_NAME = 'tally_ingest_rows_v5';
 
 interface PgClient {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: { n: number }[] }>;
@@ -176,17 +181,27 @@ export class IngestRepository {
    * Stores the events of `batches` atomically, in one statement, skipping eventIds of the same
    * app already seen within the last `dedupWindowMs` before each batch's receive time. An
    * eventId that two batches share is stored once, for the first. Returns, for each batch, the
-   * positions in its `events` that were duplicates.
+   * positions in its `events` that were duplicates. Refuses (SQLSTATE 53T01, nothing stored)
+   * when the statement ends more than `commitWithinMs` after the oldest batch's receive time
+   * (the wait before it on this clock, the statement itself on the database's).
    */
-  async insertBatches(batches: WriteBatch[], dedupWindowMs: number): Promise<number[][]> {
+  async insertBatches(
+    batches: WriteBatch[],
+    dedupWindowMs: number,
+    commitWithinMs: number,
+  ): Promise<number[][]> {
     const duplicates: number[][] = batches.map(() => []);
     const { events, batchOf, positionOf } = selectRows(batches, duplicates);
     if (events.length === 0) return duplicates;
 
+    // What is left of the commit budget of the oldest batch; the statement must end within it.
+    const oldest = Math.min(...batches.map((b) => b.receivedAt));
+    const budgetMs = commitWithinMs - (Date.now() - oldest);
     const values: unknown[] = [
       ...statementArrays(batches, events, batchOf),
       dedupWindowMs,
       ...dirtyMarkArrays(batches),
+      budgetMs,
     ];
     // The driver's client is used directly for its named (prepared) statements; TypeORM's
     // query() sends unnamed ones only.

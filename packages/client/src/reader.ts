@@ -40,6 +40,19 @@ export interface RollupsQuery {
   testMode?: TestModeFilter;
 }
 
+export interface ExportQuery {
+  appId: string;
+  /** Start of the window on the receive time, inclusive; epoch ms, a Date or an ISO-8601 string. */
+  from: number | string | Date;
+  /** End of the window, exclusive. Default: the server's export horizon (now − EXPORT_SETTLE_MS). */
+  to?: number | string | Date;
+  /** `ndjson` (default): records. `parquet`: the bytes of one Parquet file. */
+  format?: 'ndjson' | 'parquet';
+  testMode?: TestModeFilter;
+  /** Resume point, `<receivedAt>:<id>` of the last record already handled. */
+  after?: string;
+}
+
 const NEXT_LINK = /<([^>]*)>\s*;\s*rel="?next"?/i;
 
 /** Reads events (following the pages) and rollups with a scoped API key. */
@@ -125,6 +138,70 @@ export class TallyReader {
     return (await res.json()) as Deletion;
   }
 
+  /**
+   * Every event received in [from, to), ascending by receivedAt then id (GET /api/v1/export).
+   * NDJSON: yields records; when the connection drops, it continues with `after=` from the last
+   * complete record, so no record is yielded twice or skipped (up to maxRetries times in a row).
+   * Parquet: yields the file's bytes; a cut file cannot be resumed and throws.
+   */
+  export(query: ExportQuery & { format?: 'ndjson' }): AsyncGenerator<EventRecord, void, undefined>;
+  export(query: ExportQuery & { format: 'parquet' }): AsyncGenerator<Uint8Array, void, undefined>;
+  export(query: ExportQuery): AsyncGenerator<EventRecord | Uint8Array, void, undefined> {
+    return query.format === 'parquet' ? this.exportParquet(query) : this.exportRecords(query);
+  }
+
+  private exportUrl(query: ExportQuery, to: string | undefined, after: string | undefined): string {
+    return this.url('/api/v1/export', {
+      appId: query.appId,
+      from: time(query.from),
+      to,
+      format: query.format,
+      testMode: query.testMode,
+      after,
+    });
+  }
+
+  private async *exportRecords(query: ExportQuery): AsyncGenerator<EventRecord, void, undefined> {
+    let to = time(query.to);
+    let after = query.after;
+    for (let cuts = 0; ;) {
+      const res = await this.get(this.exportUrl(query, to, after));
+      // The window's end is fixed by the first answer, so that a resumed request reads the same window.
+      to ??= res.headers.get('x-export-to') ?? undefined;
+      try {
+        for await (const line of lines(res)) {
+          const record = JSON.parse(line) as EventRecord;
+          after = `${record.receivedAt}:${record.id}`;
+          cuts = 0;
+          yield record;
+        }
+        return;
+      } catch (err) {
+        if (err instanceof SyntaxError || ++cuts > this.maxRetries) {
+          throw new TallyError({ status: 0, code: 'network_error', detail: String(err), cause: err });
+        }
+        await this.sleep(Math.min(30_000, 250 * 2 ** cuts));
+      }
+    }
+  }
+
+  private async *exportParquet(query: ExportQuery): AsyncGenerator<Uint8Array, void, undefined> {
+    const res = await this.get(this.exportUrl(query, time(query.to), query.after));
+    if (!res.body) return;
+    const reader = res.body.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        yield value;
+      }
+    } catch (err) {
+      throw new TallyError({ status: 0, code: 'network_error', detail: String(err), cause: err });
+    } finally {
+      reader.releaseLock();
+    }
+  }
+
   private url(path: string, params: Record<string, string | number | boolean | undefined>): string {
     const search = new URLSearchParams();
     for (const [k, v] of Object.entries(params)) if (v !== undefined) search.set(k, String(v));
@@ -166,6 +243,24 @@ export class TallyReader {
       }
       throw error;
     }
+  }
+}
+
+/** The complete lines of an NDJSON body; a last line cut short is never yielded. */
+async function* lines(res: Response): AsyncGenerator<string, void, undefined> {
+  if (!res.body) return;
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let rest = '';
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const parts = (rest + value).split('\n');
+      rest = parts.pop()!;
+      for (const line of parts) if (line !== '') yield line;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
   }
 }
 

@@ -64,6 +64,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export raw events
+         * @description Streams every event of `appId` received in [`from`, `to`), ascending by `receivedAt` then `id`, as NDJSON (one event record per line; gzip with `Accept-Encoding: gzip`) or as one Parquet file. Consecutive windows give every event exactly once. A cut stream resumes with `after=<receivedAt>:<id>` of the last complete record. Needs an API key with the scope `events:export`; one export at a time per key and instance.
+         */
+        get: operations["ExportController_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/rollups": {
         parameters: {
             query?: never;
@@ -727,6 +747,110 @@ export interface operations {
                 };
             };
             /** @description The key lacks `events:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ExportController_export: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+                /** @description Start of the window on the receive time (`receivedAt`), inclusive: epoch ms or ISO-8601 (a date-time needs an offset). */
+                from: string;
+                /** @description End of the window on the receive time, exclusive. Defaults to, and may not be later than, the export horizon (now − EXPORT_SETTLE_MS). */
+                to?: string;
+                /** @description Resume point: `<receivedAt>:<id>` of the last complete record received; the export continues just after it. */
+                after?: string;
+                format?: "ndjson" | "parquet";
+                testMode?: "false" | "true" | "all";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events of the window: NDJSON lines of event records, or a Parquet file. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    /** @description Start of the window (receive time, epoch ms), inclusive. */
+                    "X-Export-From"?: number;
+                    /** @description End of the window (receive time, epoch ms), exclusive: the next window starts here. */
+                    "X-Export-To"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                    "application/vnd.apache.parquet": string;
+                };
+            };
+            /** @description Invalid query parameters (`invalid_query`, with `errors`): a bad `from`, `to`, `after` or `format`, `from` after `to`, or `to` past the export horizon (`out_of_range`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `events:export` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
             403: {
                 headers: {
                     /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */

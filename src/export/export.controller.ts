@@ -1,0 +1,122 @@
+import { Controller, Get, Logger, Query, Req, Res } from '@nestjs/common';
+import { ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
+import { QueryValidationPipe } from '@app/common/query-validation.pipe';
+import type { EventRow } from '@app/common/reads/event-record';
+import { requestKey } from '@app/auth/authenticated-request';
+import { ExportEndpoint } from './export-endpoint.decorator';
+import { ndjsonBody, parquetBody } from './export-body';
+import { ExportQueryDto } from './export-query.dto';
+import { ExportPlan, ExportService } from './export.service';
+
+export const NDJSON_TYPE = 'application/x-ndjson; charset=utf-8';
+export const PARQUET_TYPE = 'application/vnd.apache.parquet';
+
+const EXPORT_HEADERS = {
+  ...RATE_LIMIT_HEADERS,
+  'X-Export-From': {
+    description: 'Start of the window (receive time, epoch ms), inclusive.',
+    schema: { type: 'integer' },
+  },
+  'X-Export-To': {
+    description: 'End of the window (receive time, epoch ms), exclusive: the next window starts here.',
+    schema: { type: 'integer' },
+  },
+} as const;
+
+/** The rows already read, then the rest: the first chunk is read before the response starts. */
+async function* prepend(first: EventRow[] | undefined, rest: AsyncGenerator<EventRow[]>) {
+  if (first) yield first;
+  yield* rest;
+}
+
+function acceptsGzip(req: Request): boolean {
+  return typeof req.headers['accept-encoding'] === 'string' && req.acceptsEncodings('gzip') === 'gzip';
+}
+
+@ApiTags(API_TAGS.events)
+@Controller('api/v1/export')
+export class ExportController {
+  private readonly logger = new Logger(ExportController.name);
+
+  constructor(private readonly exports: ExportService) {}
+
+  @Get()
+  @ApiOperation({
+    summary: 'Export raw events',
+    description:
+      'Streams every event of `appId` received in [`from`, `to`), ascending by `receivedAt` then `id`, as NDJSON ' +
+      '(one event record per line; gzip with `Accept-Encoding: gzip`) or as one Parquet file. Consecutive windows ' +
+      'give every event exactly once. A cut stream resumes with `after=<receivedAt>:<id>` of the last complete ' +
+      'record. Needs an API key with the scope `events:export`; one export at a time per key and instance.',
+  })
+  @ApiProduces('application/x-ndjson', PARQUET_TYPE)
+  @ApiResponse({
+    status: 200,
+    description: 'The events of the window: NDJSON lines of event records, or a Parquet file.',
+    headers: EXPORT_HEADERS,
+    content: {
+      'application/x-ndjson': { schema: { type: 'string', description: 'One EventRecord (JSON) per line.' } },
+      [PARQUET_TYPE]: { schema: { type: 'string', format: 'binary' } },
+    },
+  })
+  @ApiProblemResponse(
+    400,
+    'Invalid query parameters (`invalid_query`, with `errors`): a bad `from`, `to`, `after` or `format`, `from` after `to`, or `to` past the export horizon (`out_of_range`).',
+  )
+  @ExportEndpoint()
+  async export(
+    @Query(QueryValidationPipe) query: ExportQueryDto,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const plan = await this.exports.plan(query);
+    const release = this.exports.acquire(requestKey(req).id);
+    try {
+      const chunks = this.exports.chunks(plan);
+      // Read the first chunk before answering, so that a database fault is still a problem+json.
+      const first = await chunks.next();
+      this.start(req, res, plan);
+      const rows = prepend(first.done ? undefined : first.value, chunks);
+      // One piece buffered ahead, no more: the socket's own buffer does the rest.
+      const body = Readable.from(
+        plan.format === 'parquet' ? parquetBody(rows, plan.secret) : ndjsonBody(rows, plan.secret),
+        {
+          highWaterMark: 1,
+        },
+      );
+      if (res.getHeader('Content-Encoding') === 'gzip') await pipeline(body, createGzip(), res);
+      else await pipeline(body, res);
+    } catch (err) {
+      if (!res.headersSent) throw err;
+      // Mid-stream: the status is gone. Cutting the connection tells the client that the body
+      // is incomplete; it resumes with after= from its last complete record.
+      if (!res.destroyed) {
+        this.logger.warn(`export cut short: ${(err as Error).message}`);
+        res.destroy();
+      }
+    } finally {
+      release();
+    }
+  }
+
+  private start(req: Request, res: Response, plan: ExportPlan): void {
+    res.status(200);
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Export-From', String(plan.window.fromMs));
+    res.setHeader('X-Export-To', String(plan.window.toMs));
+    if (plan.format === 'parquet') {
+      res.setHeader('Content-Type', PARQUET_TYPE);
+      const name = `tally-${plan.window.appId}-${plan.window.fromMs}-${plan.window.toMs}.parquet`;
+      res.setHeader('Content-Disposition', `attachment; filename="${name}"`);
+      return;
+    }
+    res.setHeader('Content-Type', NDJSON_TYPE);
+    res.setHeader('Vary', 'Accept-Encoding');
+    if (acceptsGzip(req)) res.setHeader('Content-Encoding', 'gzip');
+  }
+}

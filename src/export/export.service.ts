@@ -1,0 +1,151 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { normaliseAppId } from '@app/common/ids';
+import { invalidQuery } from '@app/common/query-validation.pipe';
+import { parseInstant } from '@app/common/reads/time-params';
+import type { EventRow } from '@app/common/reads/event-record';
+import { parseEventId } from '@app/common/event-ids';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { isTransientDatabaseError } from '@app/database/transient-error';
+import { ExportPosition, ExportRepository, ExportWindow } from './export.repository';
+import type { ExportFormat, ExportQueryDto } from './export-query.dto';
+import { ExportSlots } from './export-slots';
+
+/** A checked export request: what to read, from where, in which format. */
+export interface ExportPlan {
+  window: ExportWindow;
+  after: ExportPosition | null;
+  format: ExportFormat;
+  /** The key of the app's opaque record ids (the cursor key). */
+  secret: Buffer;
+}
+
+export interface ChunkOptions {
+  /** Retry a chunk that failed for a transient reason (the CLI's own resume), this many times. */
+  retries?: number;
+  /** Called before each retry with the error and the attempt number. */
+  onRetry?: (err: unknown, attempt: number) => void;
+}
+
+/** The resume position `after=<receivedAt>:<id>` names, or null when it is malformed. */
+export function parseAfter(secret: Buffer, appId: string, text: string): ExportPosition | null {
+  const colon = text.indexOf(':');
+  if (colon < 1) return null;
+  const receivedMs = parseInstant(text.slice(0, colon));
+  const id = parseEventId(secret, appId, text.slice(colon + 1));
+  if (receivedMs === null || id === null || !/^\d+$/.test(text.slice(0, colon))) return null;
+  return { receivedUs: BigInt(receivedMs) * 1000n, id };
+}
+
+/** An instant parameter (checked again here for callers without the DTO, such as the CLI). */
+function instant(field: 'from' | 'to', value: string): number {
+  const ms = parseInstant(value);
+  if (ms === null) {
+    throw invalidQuery([
+      { field, code: 'invalid_timestamp', message: `${field} must be epoch ms or ISO-8601 with an offset` },
+    ]);
+  }
+  return ms;
+}
+
+/** Where a row is in the export order. */
+export function positionOf(row: EventRow): ExportPosition {
+  return { receivedUs: BigInt(row.received_us), id: BigInt(row.id) };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The rules of the raw export (docs/reads.md, "Export to a warehouse"). */
+@Injectable()
+export class ExportService {
+  private readonly slots: ExportSlots;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly repository: ExportRepository,
+    private readonly secrets: CursorSecretRepository,
+  ) {
+    this.slots = new ExportSlots(config.exportMaxConcurrent);
+  }
+
+  /** The latest end a window may have now: ingest commits every event within EXPORT_SETTLE_MS. */
+  horizon(now = Date.now()): number {
+    return now - this.config.exportSettleMs;
+  }
+
+  /** Checks a request against the horizon and parses its resume point; throws 400. */
+  async plan(query: ExportQueryDto, now = Date.now()): Promise<ExportPlan> {
+    const appId = normaliseAppId(query.appId);
+    const horizon = this.horizon(now);
+    const fromMs = instant('from', query.from);
+    const toMs = query.to === undefined ? horizon : instant('to', query.to);
+    if (toMs > horizon) {
+      throw invalidQuery([
+        {
+          field: 'to',
+          code: 'out_of_range',
+          message: `to must not be later than the export horizon, now − ${this.config.exportSettleMs} ms (${new Date(horizon).toISOString()}); events received since may still be committing`,
+        },
+      ]);
+    }
+    if (fromMs > toMs) {
+      throw invalidQuery([{ field: 'from', code: 'invalid_range', message: 'from must not be after to' }]);
+    }
+    const secret = await this.secrets.cursorSecret();
+    let after: ExportPosition | null = null;
+    if (query.after !== undefined) {
+      after = parseAfter(secret, appId, query.after);
+      if (!after) {
+        throw invalidQuery([
+          { field: 'after', code: 'invalid_format', message: 'after must be <receivedAt>:<id> of a record' },
+        ]);
+      }
+    }
+    const window = { appId, fromMs, toMs, testMode: query.testMode ?? 'false' } as const;
+    return { window, after, format: query.format ?? 'ndjson', secret };
+  }
+
+  /** Takes the export slot of `holder` (429 when it has one, or the instance is full). */
+  acquire(holder: string): () => void {
+    return this.slots.take(holder);
+  }
+
+  /**
+   * The window's rows in order, one chunk (one statement) at a time. The next chunk is read
+   * while the caller handles the current one, so at most two chunks are in memory; the caller
+   * pulls, so a slow consumer slows the reads down rather than piling rows up.
+   */
+  async *chunks(plan: ExportPlan, options: ChunkOptions = {}): AsyncGenerator<EventRow[]> {
+    const limit = this.config.exportChunkRows;
+    let next = this.read(plan.window, plan.after, limit, options);
+    for (;;) {
+      const rows = await next;
+      if (rows.length === 0) return;
+      if (rows.length < limit) {
+        yield rows;
+        return;
+      }
+      next = this.read(plan.window, positionOf(rows[rows.length - 1]), limit, options);
+      // A read that fails while the consumer is busy is reported when the consumer asks for it.
+      next.catch(() => undefined);
+      yield rows;
+    }
+  }
+
+  private async read(
+    window: ExportWindow,
+    after: ExportPosition | null,
+    limit: number,
+    { retries = 0, onRetry }: ChunkOptions,
+  ): Promise<EventRow[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.repository.chunk(window, after, limit);
+      } catch (err) {
+        if (attempt > retries || !isTransientDatabaseError(err)) throw err;
+        onRetry?.(err, attempt);
+        await sleep(Math.min(30_000, 500 * 2 ** (attempt - 1)));
+      }
+    }
+  }
+}
