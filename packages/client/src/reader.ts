@@ -165,7 +165,7 @@ export class TallyReader {
     let to = time(query.to);
     let after = query.after;
     for (let cuts = 0; ;) {
-      const res = await this.get(this.exportUrl(query, to, after));
+      const res = await this.send(this.exportUrl(query, to, after));
       // The window's end is fixed by the first answer, so that a resumed request reads the same window.
       to ??= res.headers.get('x-export-to') ?? undefined;
       try {
@@ -186,7 +186,7 @@ export class TallyReader {
   }
 
   private async *exportParquet(query: ExportQuery): AsyncGenerator<Uint8Array, void, undefined> {
-    const res = await this.get(this.exportUrl(query, time(query.to), query.after));
+    const res = await this.send(this.exportUrl(query, time(query.to), query.after));
     if (!res.body) return;
     const reader = res.body.getReader();
     try {
