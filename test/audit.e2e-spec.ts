@@ -1,30 +1,12 @@
 import { userInfo } from 'node:os';
-import { loadConfig } from '@app/config/config';
-import { runCli } from '@app/cli/main';
-import { testEnv, useTestApp } from './support/test-app';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(...argv: string[]): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(
-    argv,
-    { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) },
-    loadConfig(testEnv()),
-  );
-  return { code, stdout, stderr };
-}
+import { runTestCli as cli } from './support/run-cli';
+import { useTestApp } from './support/test-app';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function cliJson<T = any>(...argv: string[]): Promise<T> {
   const run = await cli(...argv, '--json');
   expect(run).toEqual(expect.objectContaining({ code: 0, stderr: '' }));
-  return JSON.parse(run.stdout) as T;
+  return run.json as T;
 }
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -6,6 +6,8 @@ import { loadConfig } from '@app/config/config';
 import { runCli } from '@app/cli/main';
 import { ExportRepository } from '@app/export/export.repository';
 import { ExportService } from '@app/export/export.service';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { FixedReadDatabase } from '@app/database/read-database';
 import { makeApp } from './factories';
 import { seedEvents } from './factories/events';
 import { testEnv, useTestApp } from './support/test-app';
@@ -153,9 +155,13 @@ describe('the export resumes by itself after a dropped database connection (the 
         return super.chunk(...args);
       }
     }
-    const service = new ExportService(config, new Dropping(t.db));
+    const service = new ExportService(
+      config,
+      new Dropping(new FixedReadDatabase(t.db)),
+      new CursorSecretRepository(t.db),
+    );
     const retried: unknown[] = [];
-    const plan = service.plan({ appId, from: String(base), to: String(base + HOUR) });
+    const plan = await service.plan({ appId, from: String(base), to: String(base + HOUR) });
     const ids: string[] = [];
     for await (const rows of service.chunks(plan, { retries: 3, onRetry: (err) => retried.push(err) })) {
       ids.push(...rows.map((r) => r.event_id!));

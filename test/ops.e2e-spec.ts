@@ -6,7 +6,7 @@ import { bearer, makeTenant } from './factories';
 import { startTestApp, useTestApp } from './support/test-app';
 import { Contract } from './support/contract';
 import { expectProblem } from './support/problem';
-import { sample } from './support/metrics';
+import { sample } from './support/harness';
 
 describe('health, readiness and metrics', () => {
   const t = useTestApp();

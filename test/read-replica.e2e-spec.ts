@@ -2,7 +2,7 @@ import request from 'supertest';
 import { randomUUID } from 'node:crypto';
 import { ReadDatabase } from '@app/database/read-database';
 import { bearer, makeTenant, postIngest } from './factories';
-import { sample } from './support/metrics';
+import { sample } from './support/harness';
 import { startTestApp, testReplicaUrl, TestApp } from './support/test-app';
 import { Contract } from './support/contract';
 

@@ -23,7 +23,7 @@ import {
   startServer,
 } from './harness.mjs';
 import { query, startReplicaPair, switchedToPrimaryAt } from './replica-pair.mjs';
-import { sample } from '../support/metrics.mjs';
+import { sample } from '../support/harness.js';
 
 const MAX_LAG_MS = 1_500;
 const RETURN_CHECKS = 3;

@@ -34,3 +34,5 @@ export function startNodeProcess(
     timeoutMs?: number;
   },
 ): Promise<NodeProcess>;
+/** The value of one sample line of a Prometheus exposition, or undefined. */
+export function sample(text: string, name: string, labels?: Record<string, string>): number | undefined;
