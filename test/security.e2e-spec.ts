@@ -630,15 +630,26 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
   });
 
   describe('API9 improper inventory management', () => {
-    it('the published OpenAPI document lists exactly the four API operations', async () => {
+    it('the published OpenAPI document lists exactly the API operations the service answers', async () => {
       const res = await request(t.http).get('/openapi.json');
       expect(res.status).toBe(200);
       expect(res.body.openapi).toMatch(/^3\.1/);
       const apiPaths = Object.keys(res.body.paths as Record<string, unknown>)
         .filter((p) => p.startsWith('/api'))
         .sort();
-      expect(apiPaths).toEqual(['/api/ingest', '/api/v1/events', '/api/v1/key', '/api/v1/rollups']);
+      expect(apiPaths).toEqual([
+        '/api/ingest',
+        '/api/v1/deletions',
+        '/api/v1/deletions/{id}',
+        '/api/v1/events',
+        '/api/v1/export',
+        '/api/v1/key',
+        '/api/v1/rollups',
+      ]);
       expect(Object.keys(res.body.paths['/api/ingest'])).toEqual(['post']);
+      expect(Object.keys(res.body.paths['/api/v1/deletions']).sort()).toEqual(['get', 'post']);
+      expect(Object.keys(res.body.paths['/api/v1/deletions/{id}'])).toEqual(['get']);
+      expect(Object.keys(res.body.paths['/api/v1/export'])).toEqual(['get']);
       expect(Object.keys(res.body.paths['/api/v1/key'])).toEqual(['get']);
       expect(Object.keys(res.body.paths['/api/v1/events'])).toEqual(['get']);
       expect(Object.keys(res.body.paths['/api/v1/rollups'])).toEqual(['get']);
