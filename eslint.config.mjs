@@ -13,6 +13,7 @@ const SRC_FOLDERS = [
   'database',
   'auth',
   'ingest',
+  'plans',
   'events',
   'rollups',
   'storage',
@@ -26,13 +27,14 @@ const ALLOWED_IMPORTS = {
   common: ['config', 'database'],
   database: ['config'],
   auth: FOUNDATION,
-  ingest: [...FOUNDATION, 'auth'],
+  ingest: [...FOUNDATION, 'auth', 'plans'],
+  plans: FOUNDATION,
   events: [...FOUNDATION, 'auth'],
   rollups: [...FOUNDATION, 'auth'],
   storage: FOUNDATION,
   ops: FOUNDATION,
   dashboard: FOUNDATION,
-  cli: [...FOUNDATION, 'auth', 'rollups'],
+  cli: [...FOUNDATION, 'auth', 'rollups', 'plans', 'ingest'],
 };
 
 function boundaryRules(folder) {

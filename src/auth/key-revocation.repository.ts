@@ -1,10 +1,7 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Client } from 'pg';
+import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { NotificationChannel } from '@app/database/notification-channel';
 import { KEY_REVOKED_CHANNEL } from './key.repository';
-
-const RETRY_MIN_MS = 250;
-const RETRY_MAX_MS = 30_000;
 
 export interface RevocationHandlers {
   /** A key was revoked (on any instance, or by the CLI). */
@@ -14,75 +11,22 @@ export interface RevocationHandlers {
 }
 
 /**
- * A dedicated PostgreSQL connection that LISTENs for key revocations. A pooled connection
- * cannot LISTEN (it is handed to other queries). When the connection drops it is opened again,
- * with a growing delay, until `stop()`.
+ * A dedicated PostgreSQL connection that LISTENs for key revocations (see NotificationChannel:
+ * reopened with a growing delay when it drops, until `stop()`).
  */
 @Injectable()
 export class KeyRevocationRepository {
-  private readonly logger = new Logger('KeyRevocation');
-  private client: Client | null = null;
-  private handlers: RevocationHandlers | null = null;
-  private retryMs = RETRY_MIN_MS;
-  private retryTimer: NodeJS.Timeout | null = null;
-  private stopped = false;
+  private readonly channel: NotificationChannel;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
-
-  async start(handlers: RevocationHandlers): Promise<void> {
-    this.handlers = handlers;
-    this.stopped = false;
-    await this.connect();
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    this.channel = new NotificationChannel(config.databaseUrl, KEY_REVOKED_CHANNEL, 'KeyRevocation');
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.retryTimer = null;
-    const client = this.client;
-    this.client = null;
-    await client?.end().catch(() => undefined);
+  start(handlers: RevocationHandlers): Promise<void> {
+    return this.channel.start({ notified: handlers.revoked, resubscribed: handlers.resubscribed });
   }
 
-  private async connect(): Promise<void> {
-    this.retryTimer = null;
-    if (this.stopped) return;
-    const client = new Client({
-      connectionString: this.config.databaseUrl,
-      application_name: 'tally-listen',
-    });
-    let lost = false;
-    const onLost = (err?: Error) => {
-      if (lost) return;
-      lost = true;
-      if (this.client === client) this.client = null;
-      client.end().catch(() => undefined);
-      if (this.stopped) return;
-      this.logger.warn(
-        `revocation channel lost (${err?.message ?? 'closed'}); retrying in ${this.retryMs} ms`,
-      );
-      this.retryTimer = setTimeout(() => void this.connect(), this.retryMs);
-      this.retryTimer.unref();
-      this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
-    };
-    client.on('error', onLost);
-    client.on('end', () => onLost());
-    client.on('notification', (msg) => {
-      if (msg.channel === KEY_REVOKED_CHANNEL && msg.payload) this.handlers?.revoked(msg.payload);
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${KEY_REVOKED_CHANNEL}`);
-    } catch (err) {
-      onLost(err as Error);
-      return;
-    }
-    if (this.stopped) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    this.client = client;
-    this.retryMs = RETRY_MIN_MS;
-    this.handlers?.resubscribed();
+  stop(): Promise<void> {
+    return this.channel.stop();
   }
 }

@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'invalid_cursor'
   | 'unsupported_encoding'
   | 'invalid_header'
+  | 'invalid_plan'
   // 401 / 403
   | 'invalid_key'
   | 'wrong_key_type'
@@ -19,6 +20,9 @@ export type ErrorCode =
   | 'not_found'
   | 'body_timeout'
   | 'conflict'
+  // 412 / 428
+  | 'version_conflict'
+  | 'precondition_required'
   // 413 / 415
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -37,6 +41,7 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   invalid_cursor: 'Invalid cursor',
   unsupported_encoding: 'Unsupported content encoding',
   invalid_header: 'Invalid request header',
+  invalid_plan: 'Invalid tracking plan',
   invalid_key: 'Invalid or missing key',
   wrong_key_type: 'Wrong kind of key',
   insufficient_scope: 'Key lacks the required scope',
@@ -44,6 +49,8 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   not_found: 'Not found',
   body_timeout: 'Request body too slow',
   conflict: 'Conflicts with the current state',
+  version_conflict: 'The resource has changed since that version',
+  precondition_required: 'If-Match is required',
   payload_too_large: 'Batch too large',
   unsupported_media_type: 'Unsupported media type',
   rate_limited: 'Rate limit exceeded',
@@ -60,6 +67,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   invalid_query: 400,
   invalid_cursor: 400,
   invalid_header: 400,
+  invalid_plan: 400,
   unsupported_encoding: 415,
   invalid_key: 401,
   wrong_key_type: 401,
@@ -68,6 +76,8 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   not_found: 404,
   body_timeout: 408,
   conflict: 409,
+  version_conflict: 412,
+  precondition_required: 428,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

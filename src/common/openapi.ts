@@ -14,6 +14,7 @@ export const API_TAGS = {
   events: 'events',
   rollups: 'rollups',
   key: 'key',
+  plans: 'plans',
   operations: 'operations',
 } as const;
 

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { READ_DATA_SOURCE } from '@app/database/database.module';
 import type { TestModeFilter } from '@app/common/reads/query-params';
-import type { CursorPosition } from './cursor';
+import { microsLiteral, type CursorPosition } from '@app/common/reads/cursor';
 
 export interface EventFilters {
   eventName?: string;
@@ -37,13 +37,6 @@ export interface EventRow {
   timezone: string | null;
   float_value: number | null;
   payload: Record<string, string | number | boolean> | null;
-}
-
-/** An exact timestamptz literal for an epoch-microsecond value (a JS Date only holds ms). */
-function microsLiteral(us: bigint): string {
-  const ms = us / 1000n;
-  const micros = (us % 1000n).toString().padStart(3, '0');
-  return new Date(Number(ms)).toISOString().replace('Z', `${micros}Z`);
 }
 
 @Injectable()

@@ -12,6 +12,8 @@ const ERROR_CODES: Record<EventErrorCode, true> = {
   event_too_old: true,
   pii_detected: true,
   unstorable_value: true,
+  schema_violation: true,
+  unplanned_event: true,
 };
 
 const WARNING_CODES: Record<EventWarningCode, true> = {
@@ -23,6 +25,8 @@ const WARNING_CODES: Record<EventWarningCode, true> = {
   pii_pseudonymised: true,
   clock_skew_corrected: true,
   future_time_clamped: true,
+  schema_violation: true,
+  unplanned_event: true,
 };
 
 class EventIssueDto {

@@ -11,10 +11,14 @@ import { IngestService } from './ingest.service';
 import { IngestWriter } from './ingest-writer';
 import { DedupRepository } from './dedup.repository';
 import { DedupExpiryService } from './dedup-expiry.service';
+import { PlansModule } from '@app/plans/plans.module';
+import { PlanController } from './plan.controller';
+import { QuarantineController } from './quarantine.controller';
+import { QuarantineReplayService } from './quarantine-replay.service';
 
 @Module({
-  imports: [AuthModule, RateLimitModule, RateLimitStoreModule, MetricsModule],
-  controllers: [IngestController],
+  imports: [AuthModule, RateLimitModule, RateLimitStoreModule, MetricsModule, PlansModule],
+  controllers: [IngestController, PlanController, QuarantineController],
   providers: [
     IngestBodyReader,
     IngestService,
@@ -22,6 +26,7 @@ import { DedupExpiryService } from './dedup-expiry.service';
     IngestRepository,
     DedupRepository,
     DedupExpiryService,
+    QuarantineReplayService,
   ],
 })
 export class IngestModule implements OnModuleInit {

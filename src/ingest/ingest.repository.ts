@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { BinaryArrayWriter, ElementType, uuidBytes } from '@app/database/binary-arrays';
 import type { AcceptedEvent } from './ingest.types';
 
@@ -174,21 +174,37 @@ export class IngestRepository {
    * positions in its `events` that were duplicates.
    */
   async insertBatches(batches: WriteBatch[], dedupWindowMs: number): Promise<number[][]> {
+    // The driver's client is used directly for its named (prepared) statements; TypeORM's
+    // query() sends unnamed ones only.
+    const runner = this.db.createQueryRunner();
+    try {
+      return await this.insertWith((await runner.connect()) as PgClient, batches, dedupWindowMs);
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /** As `insertBatches`, inside the caller's transaction (the quarantine replay). */
+  async insertBatchesIn(
+    manager: EntityManager,
+    batches: WriteBatch[],
+    dedupWindowMs: number,
+  ): Promise<number[][]> {
+    return this.insertWith((await manager.queryRunner!.connect()) as PgClient, batches, dedupWindowMs);
+  }
+
+  private async insertWith(
+    client: PgClient,
+    batches: WriteBatch[],
+    dedupWindowMs: number,
+  ): Promise<number[][]> {
     const duplicates: number[][] = batches.map(() => []);
     const { events, batchOf, positionOf } = selectRows(batches, duplicates);
     if (events.length === 0) return duplicates;
 
     const values: unknown[] = [...statementArrays(batches, events, batchOf), dedupWindowMs];
-    // The driver's client is used directly for its named (prepared) statements; TypeORM's
-    // query() sends unnamed ones only.
-    const runner = this.db.createQueryRunner();
-    try {
-      const client = (await runner.connect()) as PgClient;
-      const result = await client.query({ name: STATEMENT_NAME, text: INSERT_ROWS, values });
-      for (const { n } of result.rows) duplicates[batchOf[n - 1]].push(positionOf[n - 1]);
-      return duplicates;
-    } finally {
-      await runner.release();
-    }
+    const result = await client.query({ name: STATEMENT_NAME, text: INSERT_ROWS, values });
+    for (const { n } of result.rows) duplicates[batchOf[n - 1]].push(positionOf[n - 1]);
+    return duplicates;
   }
 }

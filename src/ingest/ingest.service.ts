@@ -12,6 +12,17 @@ import { CLOCK_SKEW_TOLERANCE_MS, dedupWindowMs, maxEventsPerRequest } from './i
 import { IngestWriter } from './ingest-writer';
 import type { AcceptedEvent, IngestResult } from './ingest.types';
 import { pseudonymise } from './pii';
+import { PlansService } from '@app/plans/plans.service';
+import { PlanEnforcement } from '@app/plans/plan-enforcement';
+import type { CompiledPlan } from '@app/plans/compiled-plan';
+import { DedupRepository } from './dedup.repository';
+
+/** A dry run (POST /api/v1/plan/check): the result ingest would give; nothing stored, counted or metered. */
+export interface DryRun {
+  appId: string;
+  /** The plan to apply instead of the stored one. */
+  plan?: CompiledPlan;
+}
 
 interface Envelope {
   events: unknown[];
@@ -78,14 +89,17 @@ export class IngestService {
     private readonly apps: AppsService,
     private readonly writer: IngestWriter,
     private readonly metrics: MetricsService,
+    private readonly plans: PlansService,
+    private readonly enforcement: PlanEnforcement,
+    private readonly dedup: DedupRepository,
   ) {}
 
-  async ingest(key: RequestKey, body: IngestBody): Promise<IngestResult> {
+  async ingest(key: RequestKey, body: IngestBody, dryRun?: DryRun): Promise<IngestResult> {
     const receivedAt = Date.now();
     const { events, sentAt } = parseEnvelope(body.value, body.bytes, this.config);
-    await this.checkEventRate(key.id, events.length);
+    if (!dryRun) await this.checkEventRate(key.id, events.length);
 
-    const appId = key.appIds[0];
+    const appId = dryRun?.appId ?? key.appIds[0];
     const secret = await this.apps.piiSecret(appId);
     const testMode = key.mode === 'test';
     const skew = sentAt === null ? 0 : receivedAt - sentAt;
@@ -100,13 +114,15 @@ export class IngestService {
       maxIssuesListed: this.config.ingestMaxErrorsListed,
     });
 
+    // The tracking plan, after the field rules and the PII guard; null when none applies.
+    const gate = await this.plans.gate<AcceptedEvent>(appId, validator, dryRun?.plan);
     const toStore: AcceptedEvent[] = [];
     const seen = new Set<string>();
     let rejected = 0;
     let duplicates = 0;
     for (let i = 0; i < events.length; i++) {
       const event = validator.validate(events[i], i);
-      if (event === null) {
+      if (event === null || (gate !== null && !gate.admit(event))) {
         rejected++;
       } else if (event.eventId !== null && seen.has(event.eventId)) {
         // A repeat within the batch: the first copy wins.
@@ -119,7 +135,9 @@ export class IngestService {
 
     let accepted = toStore.length;
     if (toStore.length) {
-      const repeated = await this.writer.write({ appId, receivedAt, events: toStore });
+      const repeated = dryRun
+        ? await this.alreadySeen(appId, receivedAt, toStore)
+        : await this.writer.write({ appId, receivedAt, events: toStore });
       duplicates += repeated.length;
       accepted -= repeated.length;
     }
@@ -127,12 +145,15 @@ export class IngestService {
     // the data, but it is billed, so a flag in the body cannot evade billing.
     const metered = testMode ? 0 : accepted;
 
-    this.metrics.recordIngest({
-      accepted,
-      duplicates,
-      testMode,
-      rejectedByCode: validator.rejectedByCode,
-    });
+    if (!dryRun) {
+      this.metrics.recordIngest({
+        accepted,
+        duplicates,
+        testMode,
+        rejectedByCode: validator.rejectedByCode,
+      });
+      if (gate !== null) await this.enforcement.settle(appId, receivedAt, gate);
+    }
     return {
       received: events.length,
       accepted,
@@ -147,6 +168,13 @@ export class IngestService {
       errorCounts: validator.errorCounts,
       warningCounts: validator.warningCounts,
     };
+  }
+
+  /** The positions in `events` that ingest would find already stored (the dry run's duplicates). */
+  private async alreadySeen(appId: string, receivedAt: number, events: AcceptedEvent[]): Promise<number[]> {
+    const ids = events.flatMap((e) => (e.eventId === null ? [] : [e.eventId]));
+    const seen = await this.dedup.seen(appId, ids, receivedAt, dedupWindowMs(this.config));
+    return events.flatMap((e, i) => (e.eventId !== null && seen.has(e.eventId) ? [i] : []));
   }
 
   /** The per-key event rate. Counted before validation: every received event costs. */

@@ -9,7 +9,9 @@ export type EventErrorCode =
   | 'event_too_large'
   | 'event_too_old'
   | 'pii_detected'
-  | 'unstorable_value';
+  | 'unstorable_value'
+  | 'schema_violation'
+  | 'unplanned_event';
 
 /** Per-event codes that keep the event but say what was changed or ignored. */
 export type EventWarningCode =
@@ -20,7 +22,9 @@ export type EventWarningCode =
   | 'pii_redacted'
   | 'pii_pseudonymised'
   | 'clock_skew_corrected'
-  | 'future_time_clamped';
+  | 'future_time_clamped'
+  | 'schema_violation'
+  | 'unplanned_event';
 
 export interface EventIssue<C extends string = EventErrorCode | EventWarningCode> {
   index: number;

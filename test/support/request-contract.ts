@@ -17,10 +17,14 @@ const BEYOND_SCHEMA_EVENT_CODES = new Set([
   'event_too_large',
   'event_too_old',
   'pii_detected',
+  // The app's tracking plan, which the document cannot know.
+  'schema_violation',
+  'unplanned_event',
 ]);
 // Request-level rejections beyond the schema: a forged or foreign cursor, a range that is
 // empty or too long, parameters that exclude each other.
-const BEYOND_SCHEMA_REQUEST_CODES = new Set(['invalid_cursor']);
+// A tracking plan whose JSON Schemas do not compile, or a malformed If-Match.
+const BEYOND_SCHEMA_REQUEST_CODES = new Set(['invalid_cursor', 'invalid_plan', 'invalid_header']);
 
 /**
  * Tests that send requests the document cannot judge, on purpose: hostile or random input,
