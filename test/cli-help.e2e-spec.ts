@@ -172,7 +172,18 @@ printf '%s\\n' "\${COMPREPLY[@]}"`;
       return stdout.trim().split('\n').sort();
     };
     expect(await complete('')).toEqual(
-      ['--help', 'apps', 'completion', 'help', 'keys', 'migrate', 'rollups', 'seed'].sort(),
+      [
+        '--help',
+        'apps',
+        'completion',
+        'help',
+        'keys',
+        'migrate',
+        'plans',
+        'quarantine',
+        'rollups',
+        'seed',
+      ].sort(),
     );
     expect(await complete('keys', 'r')).toEqual(['revoke', 'rotate']);
     expect(await complete('keys', 'rotate', '--g')).toEqual(['--grace-days']);

@@ -10,6 +10,8 @@ import { keysRotateCommand } from './commands/keys-rotate.command';
 import { migrateCommand } from './commands/migrate.command';
 import { rollupsComputeCommand } from './commands/rollups-compute.command';
 import { seedCommand } from './commands/seed.command';
+import { plansCheckCommand, plansGetCommand, plansSetCommand } from './commands/plans.command';
+import { quarantineListCommand, quarantineReplayCommand } from './commands/quarantine.command';
 import { UsageError } from './exit-codes';
 import type { CliIo, CliRuntime } from './runtime';
 
@@ -21,6 +23,7 @@ Exit codes:
   1  failed: the database is unreachable, an environment variable is wrong, ...
   2  usage error: no or unknown command, unknown option, missing or malformed value
   3  refused: the id names no app or key, or a key that is revoked or expired
+  4  rejected: tally plans check found events that ingest would reject
 
 The CLI uses DATABASE_URL, or else the embedded PostgreSQL in EMBEDDED_PG_DIR (default ./.data),
 which it shares with a server running there. Run 'tally help <command>' for a command's options.
@@ -50,6 +53,19 @@ export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
     ]),
   );
   program.addCommand(group('rollups', 'Recompute the daily rollups.', [rollupsComputeCommand(rt)]));
+  program.addCommand(
+    group('plans', 'Read, replace and check tracking plans.', [
+      plansGetCommand(rt),
+      plansSetCommand(rt),
+      plansCheckCommand(rt),
+    ]),
+  );
+  program.addCommand(
+    group('quarantine', 'List and replay the events a tracking plan rejected.', [
+      quarantineListCommand(rt),
+      quarantineReplayCommand(rt),
+    ]),
+  );
   program.addCommand(seedCommand(rt));
   program.addCommand(migrateCommand(rt));
   program.addCommand(completionCommand(rt));

@@ -10,6 +10,7 @@ import { createDataSource } from '@app/database/data-source';
 import { runMigrations } from '@app/database/migrate';
 import { prepareDatabase } from '@app/database/prepare';
 import type { RollupsService } from '@app/rollups/rollups.service';
+import type { PlanServices } from './plan-services';
 
 /**
  * The services the admin commands call, built by hand on one DataSource. The CLI does not boot
@@ -21,6 +22,8 @@ export interface CliServices {
   keys: KeysService;
   /** Built on first use: the rollups code is the one part that needs Nest's common layer. */
   rollups(): RollupsService;
+  /** Built on first use: tracking plans, their dry run and the quarantine. */
+  plans(): PlanServices;
   close(): Promise<void>;
 }
 
@@ -50,10 +53,15 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
   const apps = new AppsService(new AppRepository(dataSource));
   const keys = new KeysService(new KeyRepository(dataSource), apps, resolved);
   let rollups: RollupsService | undefined;
+  let plans: PlanServices | undefined;
   return {
     apps,
     keys,
     rollups: () => (rollups ??= buildRollups(dataSource, resolved)),
+    plans: () => {
+      const { buildPlanServices } = require('./plan-services') as typeof import('./plan-services');
+      return (plans ??= buildPlanServices(dataSource, resolved, apps));
+    },
     close,
   };
 }

@@ -20,7 +20,10 @@ function payloadPath(pointer: string): string {
   );
 }
 
-/** One Ajv error as a violation: the path in the event and a message naming the rule. */
+/**
+ * One Ajv error as a violation: the path in the event, and a message that ends with the rule's
+ * keyword in parentheses (`payload.plan must be string (type).`).
+ */
 export function toViolation(e: ErrorObject): Violation {
   let field = payloadPath(e.instancePath);
   const params = e.params as Record<string, unknown>;
@@ -30,10 +33,8 @@ export function toViolation(e: ErrorObject): Violation {
   if (e.keyword === 'enum' && Array.isArray(params.allowedValues)) {
     detail += ': ' + params.allowedValues.map((v) => JSON.stringify(v)).join(', ');
   }
-  if (e.keyword === 'required' || e.keyword === 'additionalProperties') {
-    detail = e.keyword === 'required' ? 'is required' : 'is not allowed (additionalProperties)';
-    return { field, code: 'schema_violation', message: `${field} ${detail}.` };
-  }
+  if (e.keyword === 'required') detail = 'is required';
+  if (e.keyword === 'additionalProperties') detail = 'is not allowed';
   return { field, code: 'schema_violation', message: `${field} ${detail} (${e.keyword}).` };
 }
 
@@ -63,7 +64,7 @@ export class CompiledPlan {
         {
           field: 'eventName',
           code: 'unplanned_event',
-          message: `The tracking plan does not list the event ${JSON.stringify(event.eventName)}.`,
+          message: `The tracking plan does not list the event ${JSON.stringify(event.eventName)} (unplanned).`,
         },
       ];
     }
