@@ -9,7 +9,8 @@
 // cluster running afterwards, for inspection), --profile (write a V8 CPU profile of the ingest
 // server to bench/.cache/profiles/ and list its hottest functions), --cli (only the admin CLI's
 // timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --pair (two
-// builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json).
+// builds loaded side by side, bench/scenarios/pair.mjs, written to bench/results/pair.json),
+// --plans (only the tracking-plan figures, bench/scenarios/plans.mjs, in the `plans` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -132,7 +133,9 @@ function previousCliFigures() {
 
 const run = flags.cli
   ? () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git }))
-  : main;
+  : flags.plans
+    ? () => import('./scenarios/plans.mjs').then((m) => m.plansBenchmarkMain())
+    : main;
 run().then(
   (code) => process.exit(code),
   (err) => {

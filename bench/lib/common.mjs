@@ -22,6 +22,8 @@ export const { values: flags } = parseArgs({
     'keep-pg': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     cli: { type: 'boolean', default: false },
+    // Tracking plans only (bench/scenarios/plans.mjs), recorded in the `plans` section of latest.json.
+    plans: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
     // Paired A/B of two builds (bench/scenarios/pair.mjs).
