@@ -90,7 +90,9 @@ async function loadRun(server, tenant, name) {
     url: `${server.baseUrl}/api/ingest`,
     method: 'POST',
     headers: ingestHeaders(tenant.ingestKey),
-    body: bodies,
+    // A function, not the array: autocannon replays an array's requests from the start on every
+    // connection, which would send the same eventIds again.
+    body: (i) => bodies[i],
     connections: SIZES.connections,
     amount: SIZES.requests,
     count: true,
@@ -130,7 +132,7 @@ async function replayRun(server, tenant, apiKey) {
     url: `${server.baseUrl}/api/ingest`,
     method: 'POST',
     headers: ingestHeaders(tenant.ingestKey),
-    body: bodies,
+    body: (i) => bodies[i],
     connections: 4,
     amount: requests,
     count: true,

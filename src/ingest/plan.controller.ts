@@ -1,5 +1,5 @@
 import { Controller, Get, Headers, HttpCode, Post, Put, Query, Req, Res } from '@nestjs/common';
-import { ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiExtraModels, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { requestKey } from '@app/auth/authenticated-request';
 import { ReadEndpoint } from '@app/auth/read-endpoint.decorator';
@@ -7,7 +7,7 @@ import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/op
 import { normaliseAppId } from '@app/common/ids';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 import { AppQueryDto } from '@app/plans/app-query.dto';
-import { PlanBodyDto, PlanCheckBodyDto, PlanDto } from '@app/plans/plan.dto';
+import { EventDefinitionDto, PlanBodyDto, PlanCheckBodyDto, PlanDto } from '@app/plans/plan.dto';
 import type { PlanVersion } from '@app/plans/plan.types';
 import { parseIfMatch, PlansService } from '@app/plans/plans.service';
 import { IngestBodyReader } from './ingest-body.reader';
@@ -22,6 +22,7 @@ function toDto(v: PlanVersion): PlanDto {
 
 /** The tracking plan of an app: read, replace, and the dry run that shares ingest's path. */
 @ApiTags(API_TAGS.plans)
+@ApiExtraModels(EventDefinitionDto)
 @Controller('api/v1/plan')
 export class PlanController {
   constructor(
