@@ -11,6 +11,7 @@ const SRC_FOLDERS = [
   'config',
   'common',
   'database',
+  'audit',
   'auth',
   'ingest',
   'plans',
@@ -26,15 +27,16 @@ const ALLOWED_IMPORTS = {
   config: [],
   common: ['config', 'database'],
   database: ['config'],
-  auth: FOUNDATION,
+  audit: FOUNDATION,
+  auth: [...FOUNDATION, 'audit'],
   ingest: [...FOUNDATION, 'auth', 'plans'],
-  plans: FOUNDATION,
+  plans: [...FOUNDATION, 'audit'],
   events: [...FOUNDATION, 'auth'],
   rollups: [...FOUNDATION, 'auth'],
   storage: FOUNDATION,
   ops: FOUNDATION,
   dashboard: FOUNDATION,
-  cli: [...FOUNDATION, 'auth', 'rollups', 'plans', 'ingest'],
+  cli: [...FOUNDATION, 'audit', 'auth', 'rollups', 'plans', 'ingest'],
 };
 
 function boundaryRules(folder) {

@@ -6,6 +6,7 @@ import { EventsBloomExtension1763820000000 } from './1763820000000-events-bloom-
 import { EventsLookupsWithoutBloom1763830000000 } from './1763830000000-events-lookups-without-bloom';
 import { EventsPayloadJson1763840000000 } from './1763840000000-events-payload-json';
 import { EventsNameIndexEndedDays1763850000000 } from './1763850000000-events-name-index-ended-days';
+import { AuditLog1763860000000 } from './1763860000000-audit-log';
 import { TrackingPlans1763910000000 } from './1763910000000-tracking-plans';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
@@ -19,5 +20,6 @@ export const MIGRATIONS = [
   EventsLookupsWithoutBloom1763830000000,
   EventsPayloadJson1763840000000,
   EventsNameIndexEndedDays1763850000000,
+  AuditLog1763860000000,
   TrackingPlans1763910000000,
 ];

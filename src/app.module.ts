@@ -6,6 +6,7 @@ import type { AppConfig } from './config/config';
 import { ConfigModule } from './config/config.module';
 import { DatabaseModule } from './database/database.module';
 import { loggerOptions } from './common/logger';
+import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { KeyRevocationModule } from './auth/key-revocation.module';
 import { IngestModule } from './ingest/ingest.module';
@@ -30,6 +31,7 @@ export class AppModule {
         LoggerModule.forRoot(loggerOptions(config, options.logDestination)),
         DatabaseModule.forRoot(config),
         ScheduleModule.forRoot(),
+        AuditModule,
         AuthModule,
         KeyRevocationModule,
         IngestModule,

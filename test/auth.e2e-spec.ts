@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { KeysService } from '@app/auth/keys.service';
-import { bearer, makeApiKey, makeApp, makeIngestKey, makeTenant } from './factories';
+import { TEST_ACTOR, bearer, makeApiKey, makeApp, makeIngestKey, makeTenant } from './factories';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
@@ -57,8 +57,8 @@ describe('authentication and authorization', () => {
     const ingestKey = await makeIngestKey(t.app, tenant.appId);
     const apiKey = await makeApiKey(t.app, [tenant.appId]);
     expect((await ingest(bearer(ingestKey.key))).status).toBe(200);
-    await t.app.get(KeysService).revoke(ingestKey.id);
-    await t.app.get(KeysService).revoke(apiKey.id);
+    await t.app.get(KeysService).revoke(ingestKey.id, TEST_ACTOR);
+    await t.app.get(KeysService).revoke(apiKey.id, TEST_ACTOR);
     expectProblem(await ingest(bearer(ingestKey.key)), 401, 'invalid_key');
     expectProblem(await events(bearer(apiKey.key)), 401, 'invalid_key');
     expectProblem(await rollups(bearer(apiKey.key)), 401, 'invalid_key');

@@ -175,6 +175,7 @@ printf '%s\\n' "\${COMPREPLY[@]}"`;
       [
         '--help',
         'apps',
+        'audit',
         'completion',
         'help',
         'keys',

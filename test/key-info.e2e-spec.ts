@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { KeysService } from '@app/auth/keys.service';
-import { bearer, makeApiKey, makeApp, makeTenant } from './factories';
+import { TEST_ACTOR, bearer, makeApiKey, makeApp, makeTenant } from './factories';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 import { Contract } from './support/contract';
@@ -76,7 +76,7 @@ describe('GET /api/v1/key', () => {
     const tenant = await makeTenant(t.app);
     const revoked = await makeApiKey(t.app, [tenant.appId]);
     const expired = await makeApiKey(t.app, [tenant.appId], ['events:read'], 1);
-    await t.app.get(KeysService).revoke(revoked.id);
+    await t.app.get(KeysService).revoke(revoked.id, TEST_ACTOR);
     await t.db.query(`UPDATE keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);
     (t.app.get(KeysService) as unknown as { cache: Map<string, unknown> }).cache.clear();
     for (const key of [revoked.key, expired.key]) {

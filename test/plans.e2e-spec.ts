@@ -1,6 +1,7 @@
 import request from 'supertest';
 import type { Server } from 'node:http';
 import { bearer, makeApiKey, makeTenant, postIngest } from './factories';
+import { QuarantineService } from '@app/plans/quarantine.service';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
@@ -162,6 +163,17 @@ describe('tracking plans', () => {
         [s.appId],
       )) as { version: number }[];
       expect(rows.map((r) => r.version)).toEqual([1, 2]);
+      // Each change is in the audit log, by the key that made it.
+      const audit = (await t.db.query(
+        `SELECT actor_type, actor_id, target_id, details FROM audit_log
+          WHERE app_id = $1 AND action = 'plan.updated' ORDER BY id`,
+        [s.appId],
+      )) as { actor_type: string; actor_id: string; target_id: string; details: unknown }[];
+      const keyId = (await request(t.http).get('/api/v1/key').set(bearer(s.planKey))).body.id as string;
+      expect(audit).toEqual([
+        { actor_type: 'api_key', actor_id: keyId, target_id: '1', details: { version: 1, mode: 'flag' } },
+        { actor_type: 'api_key', actor_id: keyId, target_id: '2', details: { version: 2, mode: 'enforce' } },
+      ]);
     });
 
     const put = (appId: string, key: string, body: unknown, ifMatch?: string) => {
@@ -436,11 +448,13 @@ describe('tracking plans', () => {
   });
 
   describe('the quarantine', () => {
-    const replay = (appId: string, key: string, body?: unknown) => {
-      const req = request(t.http).post('/api/v1/quarantine/replay').query({ appId }).set(bearer(key));
-      if (body === undefined) return req.send();
-      return req.set('Content-Type', 'application/json').send(JSON.stringify(body));
-    };
+    const replay = (appId: string, key: string, body: unknown = {}) =>
+      request(t.http)
+        .post('/api/v1/quarantine/replay')
+        .query({ appId })
+        .set(bearer(key))
+        .set('Content-Type', 'application/json')
+        .send(JSON.stringify(body));
 
     it('replays after a plan fix, storing each event once even when two replays run at once', async () => {
       const s = await setup(t.http, t.app);
@@ -479,6 +493,12 @@ describe('tracking plans', () => {
       expect(stored).toHaveLength(50);
       expect(stored.every((r) => r.n === 1)).toBe(true);
       expect(await t.db.query(`SELECT 1 FROM quarantine WHERE app_id = $1`, [s.appId])).toHaveLength(0);
+      const replays = (await t.db.query(
+        `SELECT details FROM audit_log WHERE app_id = $1 AND action = 'quarantine.replayed' ORDER BY id`,
+        [s.appId],
+      )) as { details: { replayed: number } }[];
+      expect(replays).toHaveLength(3);
+      expect(replays[1].details.replayed + replays[2].details.replayed).toBe(50);
       // A third run finds nothing; a resend of a replayed event is a duplicate.
       expect((await replay(s.appId, s.planKey)).body).toEqual({
         replayed: 0,
@@ -535,7 +555,6 @@ describe('tracking plans', () => {
           { eventName: 'X', anonymousUserId: 'u-2' },
         ],
       });
-      const { QuarantineService } = await import('@app/plans/quarantine.service');
       expect(await t.app.get(QuarantineService).deleteUsers(s.appId, ['u-1'])).toBe(2);
       const left = (await t.db.query(`SELECT anonymous_user_id FROM quarantine WHERE app_id = $1`, [
         s.appId,

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { KeysService } from '@app/auth/keys.service';
-import { bearer, makeTenant } from './factories';
+import { TEST_ACTOR, bearer, makeTenant } from './factories';
 import { startTestApp, TestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
@@ -52,7 +52,7 @@ describe('revocation reaches every instance at once (LISTEN/NOTIFY)', () => {
     expect((await read(b, tenant.appId, tenant.apiKey)).status).toBe(200);
     const since = Date.now();
     // The service call the CLI's `keys revoke` makes, on instance a.
-    await a.app.get(KeysService).revoke(tenant.apiKeyId);
+    await a.app.get(KeysService).revoke(tenant.apiKeyId, TEST_ACTOR);
     const [onA, onB] = await Promise.all([
       refusedWithin1s(a, tenant.appId, tenant.apiKey, since),
       refusedWithin1s(b, tenant.appId, tenant.apiKey, since),

@@ -12,9 +12,10 @@ export async function openServices(dist, databaseUrl) {
   const services = await open(config);
   const rollups = services.rollups();
   const keys = services.keys;
+  const actor = { type: 'cli', osUser: 'bench' };
   return {
-    createIngestKey: (appId) => keys.createIngestKey(appId, 'live', 'bench'),
-    createApiKey: (appId, scopes) => keys.createApiKey([appId], scopes, null, 'bench'),
+    createIngestKey: (appId) => keys.createIngestKey(appId, 'live', 'bench', actor),
+    createApiKey: (appId, scopes) => keys.createApiKey([appId], scopes, null, 'bench', actor),
     /** The CLI's `rollups compute`. */
     compute: (options) => rollups.compute(options),
     /** One scheduled run: the days marked dirty by ingest. */

@@ -1,4 +1,4 @@
-import { DataSource, Repository } from 'typeorm';
+import { DataSource, EntityManager, Repository } from 'typeorm';
 import { Injectable } from '@app/common/di';
 import { AppEntity } from './app.entity';
 
@@ -7,12 +7,20 @@ export class AppRepository {
   private readonly repo: Repository<AppEntity>;
 
   // The primary DataSource, injected by its class; the admin CLI passes its own.
-  constructor(db: DataSource) {
+  constructor(private readonly db: DataSource) {
     this.repo = db.getRepository(AppEntity);
   }
 
-  async insert(app: { id: string; name: string; piiSecret: Buffer }): Promise<AppEntity> {
-    const rows = (await this.repo.query(
+  /** Runs `work` in one transaction; statements given its manager belong to it. */
+  transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return this.db.transaction(work);
+  }
+
+  async insert(
+    app: { id: string; name: string; piiSecret: Buffer },
+    manager?: EntityManager,
+  ): Promise<AppEntity> {
+    const rows = (await (manager ?? this.db).query(
       `INSERT INTO apps (id, name, pii_secret) VALUES ($1, $2, $3) RETURNING id, name, created_at`,
       [app.id, app.name, app.piiSecret],
     )) as { id: string; name: string; created_at: Date }[];

@@ -1,6 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '@app/common/app-error';
 import { Injectable } from '@app/common/di';
+import { AuditService } from '@app/audit/audit.service';
+import type { AuditActor } from '@app/audit/audit.types';
 import { AppRepository } from './app.repository';
 
 export interface AppView {
@@ -13,14 +15,28 @@ export interface AppView {
 export class AppsService {
   private readonly piiSecrets = new Map<string, Buffer>();
 
-  constructor(private readonly apps: AppRepository) {}
+  constructor(
+    private readonly apps: AppRepository,
+    private readonly audit: AuditService,
+  ) {}
 
-  async create(name: string): Promise<AppView> {
+  /** Creates an app; the audit entry commits with it. */
+  async create(name: string, actor: AuditActor): Promise<AppView> {
     const trimmed = name.trim();
     if (trimmed.length < 1 || trimmed.length > 200) {
       throw new AppError('invalid_body', 'An app name is 1 to 200 characters.');
     }
-    const app = await this.apps.insert({ id: randomUUID(), name: trimmed, piiSecret: randomBytes(32) });
+    const app = await this.apps.transaction(async (manager) => {
+      const created = await this.apps.insert(
+        { id: randomUUID(), name: trimmed, piiSecret: randomBytes(32) },
+        manager,
+      );
+      await this.audit.record(
+        { action: 'app.created', actor, appId: created.id, targetId: created.id, details: { name: trimmed } },
+        manager,
+      );
+      return created;
+    });
     return { id: app.id, name: app.name, createdAt: app.createdAt.toISOString() };
   }
 

@@ -28,8 +28,8 @@ export class KeyRepository {
   }
 
   /** Runs `work` in one transaction, with a repository whose statements all belong to it. */
-  transaction<T>(work: (keys: KeyRepository) => Promise<T>): Promise<T> {
-    return this.db.transaction((manager) => work(new KeyRepository(manager)));
+  transaction<T>(work: (keys: KeyRepository, manager: EntityManager) => Promise<T>): Promise<T> {
+    return this.db.transaction((manager) => work(new KeyRepository(manager), manager));
   }
 
   async insert(key: NewKey): Promise<KeyEntity> {
@@ -64,17 +64,18 @@ export class KeyRepository {
 
   /**
    * Sets revoked_at once and, in the same statement, notifies every listening instance (see
-   * KeyRevocationRepository); returns the key, or null when it does not exist.
+   * KeyRevocationRepository); returns the key, or null when it does not exist, and whether this
+   * call revoked it.
    */
-  async revoke(id: string, at: Date): Promise<KeyEntity | null> {
-    await this.repo.query(
+  async revoke(id: string, at: Date): Promise<{ key: KeyEntity | null; revokedNow: boolean }> {
+    const notified = (await this.repo.query(
       `WITH revoked AS (
          UPDATE keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING id
        )
        SELECT pg_notify('${KEY_REVOKED_CHANNEL}', id::text) FROM revoked`,
       [id, at],
-    );
-    return this.repo.findOneBy({ id });
+    )) as unknown[];
+    return { key: await this.repo.findOneBy({ id }), revokedNow: notified.length > 0 };
   }
 
   /** Sets when a key stops working. */

@@ -1,5 +1,8 @@
 import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import type { EntityManager } from 'typeorm';
+import { AuditService } from '@app/audit/audit.service';
+import type { AuditActor } from '@app/audit/audit.types';
 import { DAY_MS } from '@app/common/time';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
@@ -59,6 +62,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     private readonly keys: KeyRepository,
     private readonly apps: AppsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly audit: AuditService,
   ) {}
 
   onModuleInit(): void {
@@ -71,21 +75,25 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     await this.flushLastUsed();
   }
 
-  async createIngestKey(appId: string, mode: IngestMode, name: string | null) {
+  async createIngestKey(appId: string, mode: IngestMode, name: string | null, actor: AuditActor) {
     assertUuid(appId, 'app');
     await this.apps.assertExist([appId]);
-    const { id, key } = await this.issue(mode, {
-      kind: 'ingest',
-      mode,
-      name,
-      appIds: [appId],
-      scopes: [],
-      expiresAt: null,
+    const fields = { kind: 'ingest' as const, mode, name, appIds: [appId], scopes: [], expiresAt: null };
+    const { id, key } = await this.keys.transaction(async (keys, manager) => {
+      const issued = await this.issue(mode, fields, keys);
+      await this.recordCreated(issued.id, fields, actor, manager);
+      return issued;
     });
     return { id, key, appId, mode };
   }
 
-  async createApiKey(appIds: string[], scopes: string[], expiresInDays: number | null, name: string | null) {
+  async createApiKey(
+    appIds: string[],
+    scopes: string[],
+    expiresInDays: number | null,
+    name: string | null,
+    actor: AuditActor,
+  ) {
     const apps = [...new Set(appIds)];
     const grants = [...new Set(scopes)];
     if (apps.length === 0) throw new AppError('invalid_body', 'An API key needs at least one app.');
@@ -100,15 +108,33 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     }
     await this.apps.assertExist(apps);
     const expiresAt = expiresInDays === null ? null : new Date(Date.now() + expiresInDays * DAY_MS);
-    const { id, key } = await this.issue('api', {
-      kind: 'api',
-      mode: null,
-      name,
-      appIds: apps,
-      scopes: grants,
-      expiresAt,
+    const fields = { kind: 'api' as const, mode: null, name, appIds: apps, scopes: grants, expiresAt };
+    const { id, key } = await this.keys.transaction(async (keys, manager) => {
+      const issued = await this.issue('api', fields, keys);
+      await this.recordCreated(issued.id, fields, actor, manager);
+      return issued;
     });
     return { id, key, appIds: apps, scopes: grants, expiresAt: iso(expiresAt) };
+  }
+
+  // One entry per app the key grants, so that `audit list --app` finds it under each.
+  private async recordCreated(
+    keyId: string,
+    fields: Pick<KeyEntity, 'kind' | 'mode' | 'name' | 'appIds' | 'scopes' | 'expiresAt'>,
+    actor: AuditActor,
+    manager: EntityManager,
+  ): Promise<void> {
+    const details = {
+      kind: fields.kind,
+      mode: fields.mode,
+      name: fields.name,
+      appIds: fields.appIds,
+      scopes: fields.scopes,
+      expiresAt: iso(fields.expiresAt),
+    };
+    for (const appId of fields.appIds) {
+      await this.audit.record({ action: 'key.created', actor, appId, targetId: keyId, details }, manager);
+    }
   }
 
   private async issue(
@@ -128,9 +154,18 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
     return keys.map((k) => this.toListing(k));
   }
 
-  async revoke(id: string): Promise<{ id: string; revokedAt: string }> {
+  /** Revokes a key at once; revoking a revoked key changes nothing and records nothing. */
+  async revoke(id: string, actor: AuditActor): Promise<{ id: string; revokedAt: string }> {
     assertUuid(id, 'key id');
-    const key = await this.keys.revoke(id, new Date());
+    const key = await this.keys.transaction(async (keys, manager) => {
+      const { key: revoked, revokedNow } = await keys.revoke(id, new Date());
+      if (revokedNow && revoked) {
+        for (const appId of revoked.appIds) {
+          await this.audit.record({ action: 'key.revoked', actor, appId, targetId: id }, manager);
+        }
+      }
+      return revoked;
+    });
     if (!key || !key.revokedAt) throw new AppError('not_found', `No such key: ${id}`);
     this.cache.clear();
     return { id: key.id, revokedAt: key.revokedAt.toISOString() };
@@ -168,7 +203,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
    * for a key with an expiry gets the same lifetime, counted from now. One transaction, with the
    * old key's row locked, so the replacement and the old key's expiry exist together or not at all.
    */
-  async rotate(id: string, graceDays = DEFAULT_ROTATION_GRACE_DAYS): Promise<KeyRotation> {
+  async rotate(id: string, actor: AuditActor, graceDays = DEFAULT_ROTATION_GRACE_DAYS): Promise<KeyRotation> {
     assertUuid(id, 'key id');
     if (!Number.isInteger(graceDays) || graceDays < 0 || graceDays > MAX_ROTATION_GRACE_DAYS) {
       throw new AppError(
@@ -176,7 +211,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
         `The grace period is a whole number of days from 0 to ${MAX_ROTATION_GRACE_DAYS}, got ${graceDays}.`,
       );
     }
-    const rotation = await this.keys.transaction(async (keys) => {
+    const rotation = await this.keys.transaction(async (keys, manager) => {
       const old = await keys.findForUpdate(id);
       const now = Date.now();
       if (!old) throw new AppError('not_found', `No such key: ${id}`);
@@ -203,6 +238,10 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
         },
         keys,
       );
+      const details = { newKeyId: replacement.id, oldExpiresAt: oldExpiresAt.toISOString() };
+      for (const appId of old.appIds) {
+        await this.audit.record({ action: 'key.rotated', actor, appId, targetId: old.id, details }, manager);
+      }
       return { old: { id: old.id, expiresAt: oldExpiresAt.toISOString() }, new: replacement };
     });
     this.cache.clear();

@@ -45,3 +45,18 @@ export function utcDate(value: string): string {
   }
   return value;
 }
+
+/** An instant: a date (YYYY-MM-DD, midnight UTC), an ISO-8601 date-time, or epoch milliseconds. */
+export function instantArg(value: string): Date {
+  const at = /^\d+$/.test(value)
+    ? new Date(Number(value))
+    : DATE.test(value)
+      ? new Date(`${utcDate(value)}T00:00:00Z`)
+      : new Date(value);
+  if (!/^\d/.test(value) || Number.isNaN(at.getTime())) {
+    throw new InvalidArgumentError(
+      'Expected a date (YYYY-MM-DD), an ISO-8601 date-time or epoch milliseconds.',
+    );
+  }
+  return at;
+}

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { AppsService } from '@app/auth/apps.service';
+import type { AuditService } from '@app/audit/audit.service';
 import type { RequestKey } from '@app/auth/authenticated-request';
 import type { AppConfig } from '@app/config/config';
 import { DedupRepository } from '@app/ingest/dedup.repository';
@@ -37,8 +38,9 @@ export function buildPlanServices(
   dataSource: DataSource,
   config: AppConfig,
   apps: AppsService,
+  audit: AuditService,
 ): PlanServices {
-  const plans = new PlansService(new PlansRepository(dataSource));
+  const plans = new PlansService(new PlansRepository(dataSource), audit);
   const quarantineRepository = new QuarantineRepository(dataSource);
   // Every violation is listed, not only the first INGEST_MAX_ERRORS_LISTED: the check's table counts them.
   const ingest = new IngestService(
@@ -59,6 +61,7 @@ export function buildPlanServices(
       plans,
       quarantineRepository,
       new IngestRepository(dataSource),
+      audit,
     ),
     check: async (appId, events, plan) => {
       const key: RequestKey = { id: 'cli', kind: 'api', mode: 'live', appIds: [appId], scopes: [] };

@@ -1,6 +1,7 @@
 import { Command, CommandUnknownOpts } from '@commander-js/extra-typings';
 import { appsCreateCommand } from './commands/apps-create.command';
 import { appsListCommand } from './commands/apps-list.command';
+import { auditListCommand } from './commands/audit-list.command';
 import { completionCommand } from './commands/completion.command';
 import { keysCreateApiCommand } from './commands/keys-create-api.command';
 import { keysCreateIngestCommand } from './commands/keys-create-ingest.command';
@@ -38,7 +39,7 @@ function group(name: string, description: string, commands: CommandUnknownOpts[]
 /** The whole command tree. Building it loads no database code. */
 export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
   const program = new Command('tally')
-    .description('Administer Tally: apps, keys, rollups and the database schema.')
+    .description('Administer Tally: apps, keys, rollups, the audit log and the database schema.')
     .usage('<command> [options]')
     .helpCommand('help [command...]', 'Show the help of a command.')
     .addHelpText('after', FOOTER);
@@ -66,6 +67,7 @@ export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
       quarantineReplayCommand(rt),
     ]),
   );
+  program.addCommand(group('audit', 'Read the append-only log of admin actions.', [auditListCommand(rt)]));
   program.addCommand(seedCommand(rt));
   program.addCommand(migrateCommand(rt));
   program.addCommand(completionCommand(rt));

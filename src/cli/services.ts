@@ -1,4 +1,6 @@
 import type { DataSource } from 'typeorm';
+import { AuditRepository } from '@app/audit/audit.repository';
+import { AuditService } from '@app/audit/audit.service';
 import { AppEntity } from '@app/auth/app.entity';
 import { AppRepository } from '@app/auth/app.repository';
 import { AppsService } from '@app/auth/apps.service';
@@ -18,6 +20,7 @@ import type { PlanServices } from './plan-services';
  * than the command itself.
  */
 export interface CliServices {
+  audit: AuditService;
   apps: AppsService;
   keys: KeysService;
   /** Built on first use: the rollups code is the one part that needs Nest's common layer. */
@@ -50,17 +53,19 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
     await close();
     throw err;
   }
-  const apps = new AppsService(new AppRepository(dataSource));
-  const keys = new KeysService(new KeyRepository(dataSource), apps, resolved);
+  const audit = new AuditService(new AuditRepository(dataSource));
+  const apps = new AppsService(new AppRepository(dataSource), audit);
+  const keys = new KeysService(new KeyRepository(dataSource), apps, resolved, audit);
   let rollups: RollupsService | undefined;
   let plans: PlanServices | undefined;
   return {
+    audit,
     apps,
     keys,
     rollups: () => (rollups ??= buildRollups(dataSource, resolved)),
     plans: () => {
       const { buildPlanServices } = require('./plan-services') as typeof import('./plan-services');
-      return (plans ??= buildPlanServices(dataSource, resolved, apps));
+      return (plans ??= buildPlanServices(dataSource, resolved, apps, audit));
     },
     close,
   };

@@ -1,5 +1,13 @@
 import { Controller, Get, Headers, HttpCode, Post, Put, Query, Req, Res } from '@nestjs/common';
-import { ApiBody, ApiExtraModels, ApiHeader, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBody,
+  ApiExtraModels,
+  getSchemaPath,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { requestKey } from '@app/auth/authenticated-request';
 import { ReadEndpoint } from '@app/auth/read-endpoint.decorator';
@@ -7,7 +15,7 @@ import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/op
 import { normaliseAppId } from '@app/common/ids';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 import { AppQueryDto } from '@app/plans/app-query.dto';
-import { EventDefinitionDto, PlanBodyDto, PlanCheckBodyDto, PlanDto } from '@app/plans/plan.dto';
+import { EventDefinitionDto, PlanBodyDto, PlanDto } from '@app/plans/plan.dto';
 import type { PlanVersion } from '@app/plans/plan.types';
 import { parseIfMatch, PlansService } from '@app/plans/plans.service';
 import { IngestBodyReader } from './ingest-body.reader';
@@ -22,7 +30,7 @@ function toDto(v: PlanVersion): PlanDto {
 
 /** The tracking plan of an app: read, replace, and the dry run that shares ingest's path. */
 @ApiTags(API_TAGS.plans)
-@ApiExtraModels(EventDefinitionDto)
+@ApiExtraModels(EventDefinitionDto, PlanBodyDto)
 @Controller('api/v1/plan')
 export class PlanController {
   constructor(
@@ -80,7 +88,8 @@ export class PlanController {
     const appId = normaliseAppId(query.appId);
     const expected = parseIfMatch(ifMatch);
     const body = await this.reader.read(req, requestKey(req).id);
-    const plan = await this.plans.put(appId, expected, body.value);
+    const keyId = requestKey(req).id;
+    const plan = await this.plans.put(appId, expected, body.value, { type: 'api_key', keyId });
     res.setHeader('ETag', `"${plan.version}"`);
     return toDto(plan);
   }
@@ -93,7 +102,25 @@ export class PlanController {
       'Needs the scope `plans:read`. Answers the batch metering result that POST /api/ingest would give ' +
       'under the plan in the body, or the stored one. Nothing is stored, counted or metered.',
   })
-  @ApiBody({ type: PlanCheckBodyDto })
+  @ApiBody({
+    schema: {
+      type: 'object',
+      required: ['events'],
+      properties: {
+        events: {
+          type: 'array',
+          minItems: 1,
+          items: { type: 'object' },
+          description: 'Events as POST /api/ingest takes them.',
+        },
+        sentAt: { type: 'integer', description: 'As for POST /api/ingest.' },
+        plan: {
+          $ref: getSchemaPath(PlanBodyDto),
+          description: 'The plan to check against; the stored one when absent.',
+        },
+      },
+    },
+  })
   @ApiOkResponse({
     type: IngestResultDto,
     description: 'The result ingest would give.',

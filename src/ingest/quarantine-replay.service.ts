@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { AuditService } from '@app/audit/audit.service';
+import type { AuditActor } from '@app/audit/audit.types';
 import type { CursorPosition } from '@app/common/reads/cursor';
 import type { CompiledPlan } from '@app/plans/compiled-plan';
 import { PlansService } from '@app/plans/plans.service';
@@ -55,9 +57,22 @@ export class QuarantineReplayService {
     private readonly plans: PlansService,
     private readonly quarantine: QuarantineRepository,
     private readonly events: IngestRepository,
+    private readonly audit: AuditService,
   ) {}
 
-  async replay(appId: string, filters: QuarantineFilters, chunk = REPLAY_CHUNK): Promise<ReplayResult> {
+  /** Replays, then records `quarantine.replayed` with the filters and the counts. */
+  async replay(appId: string, filters: QuarantineFilters, actor: AuditActor): Promise<ReplayResult> {
+    const result = await this.replayChunks(appId, filters);
+    await this.audit.record({
+      action: 'quarantine.replayed',
+      actor,
+      appId,
+      details: { ...result, eventName: filters.eventName ?? null, code: filters.code ?? null },
+    });
+    return result;
+  }
+
+  async replayChunks(appId: string, filters: QuarantineFilters, chunk = REPLAY_CHUNK): Promise<ReplayResult> {
     // The plan in force now: what ingest would apply to these events if they arrived today.
     this.plans.forget(appId);
     const plan = await this.plans.active(appId);

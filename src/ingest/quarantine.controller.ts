@@ -12,7 +12,6 @@ import { AppQueryDto } from '@app/plans/app-query.dto';
 import {
   ListQuarantineQueryDto,
   QuarantineRecord,
-  ReplayBodyDto,
   ReplayResultDto,
   VIOLATION_CODES,
 } from '@app/plans/quarantine.dto';
@@ -112,7 +111,17 @@ export class QuarantineController {
       'Needs the scope `plans:write`. Events that now pass are stored exactly once (the dedup window ' +
       'applies) and leave the quarantine, one transaction per chunk. Safe to run twice or concurrently.',
   })
-  @ApiBody({ type: ReplayBodyDto, required: false })
+  @ApiBody({
+    description: 'Which quarantined events to check again; `{}` for all.',
+    schema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        eventName: { type: 'string', minLength: 1, maxLength: 200 },
+        code: { type: 'string', enum: VIOLATION_CODES },
+      },
+    },
+  })
   @ApiOkResponse({ type: ReplayResultDto, headers: RATE_LIMIT_HEADERS })
   @ApiProblemResponse(400, 'Invalid query (`invalid_query`), JSON (`invalid_json`) or body (`invalid_body`).')
   @ApiProblemResponse(415, 'A body that is not application/json.')
@@ -122,6 +131,7 @@ export class QuarantineController {
       req.headers['content-length'] === '0' ||
       (!req.headers['content-length'] && !req.headers['transfer-encoding']);
     const value = bodyless ? undefined : (await this.reader.read(req, requestKey(req).id)).value;
-    return this.replayer.replay(normaliseAppId(query.appId), replayFilters(value));
+    const actor = { type: 'api_key' as const, keyId: requestKey(req).id };
+    return this.replayer.replay(normaliseAppId(query.appId), replayFilters(value), actor);
   }
 }

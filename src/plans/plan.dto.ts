@@ -51,20 +51,3 @@ export class PlanDto {
   @ApiProperty({ type: 'integer', nullable: true, description: 'When this version was stored, epoch ms.' })
   createdAt!: number | null;
 }
-
-/** Body of POST /api/v1/plan/check. */
-export class PlanCheckBodyDto {
-  @ApiProperty({
-    type: 'array',
-    items: { type: 'object' },
-    description: 'Events as POST /api/ingest takes them.',
-  })
-  events!: unknown[];
-  @ApiPropertyOptional({ type: 'integer', description: 'As for POST /api/ingest.' })
-  sentAt?: number;
-  @ApiPropertyOptional({
-    type: PlanBodyDto,
-    description: 'The plan to check against; the stored one when absent.',
-  })
-  plan?: PlanBodyDto;
-}

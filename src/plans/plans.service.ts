@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
+import { AuditService } from '@app/audit/audit.service';
+import type { AuditActor } from '@app/audit/audit.types';
 import { AppError } from '@app/common/app-error';
 import type { CompiledPlan } from './compiled-plan';
 import { IssueSink, PlanGate } from './plan-gate';
@@ -47,7 +48,10 @@ export function parseIfMatch(header: string | undefined): number | '*' | undefin
 export class PlansService {
   private readonly cache = new Map<string, CacheEntry>();
 
-  constructor(private readonly plans: PlansRepository) {}
+  constructor(
+    private readonly plans: PlansRepository,
+    private readonly audit: AuditService,
+  ) {}
 
   /** The app's current plan; version 0 and mode `off` when it has none. */
   async get(appId: string): Promise<PlanVersion> {
@@ -59,13 +63,13 @@ export class PlansService {
 
   /**
    * Stores a new version when `ifMatch` names the current one: 428 without it, 412 when stale,
-   * 400 `invalid_plan` with every problem. `record` runs in the same transaction (the audit log).
+   * 400 `invalid_plan` with every problem. The audit entry (`plan.updated`) commits with it.
    */
   async put(
     appId: string,
     ifMatch: number | '*' | undefined,
     raw: unknown,
-    record?: (manager: EntityManager, version: number) => Promise<void>,
+    actor: AuditActor,
   ): Promise<PlanVersion> {
     if (ifMatch === undefined) {
       throw new AppError(
@@ -75,7 +79,17 @@ export class PlansService {
     }
     const compiled = compilePlan(raw, 0);
     if (!compiled.ok) throw invalidPlan(compiled.problems);
-    const row = await this.plans.insertNext(appId, ifMatch === '*' ? null : ifMatch, compiled.plan, record);
+    const mode = compiled.plan.mode;
+    const row = await this.plans.insertNext(
+      appId,
+      ifMatch === '*' ? null : ifMatch,
+      compiled.plan,
+      (manager, version) =>
+        this.audit.record(
+          { action: 'plan.updated', actor, appId, targetId: String(version), details: { version, mode } },
+          manager,
+        ),
+    );
     if (!row) {
       const current = await this.plans.current(appId);
       throw new AppError(

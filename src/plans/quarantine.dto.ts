@@ -43,14 +43,6 @@ export class ListQuarantineQueryDto {
   code?: ViolationCode;
 }
 
-/** Body of POST /api/v1/quarantine/replay: which quarantined events to check again. */
-export class ReplayBodyDto {
-  @ApiPropertyOptional({ maxLength: 200 })
-  eventName?: string;
-  @ApiPropertyOptional({ enum: VIOLATION_CODES })
-  code?: ViolationCode;
-}
-
 export class ReplayResultDto {
   @ApiProperty({
     type: 'integer',

@@ -4,14 +4,18 @@ import type { Server } from 'node:http';
 import request from 'supertest';
 import { AppsService } from '@app/auth/apps.service';
 import { KeysService } from '@app/auth/keys.service';
+import type { AuditActor } from '@app/audit/audit.types';
+
+/** Who the tests' admin actions are recorded as. */
+export const TEST_ACTOR: AuditActor = { type: 'cli', osUser: 'test' };
 
 /** Each test makes its own apps and keys, so tests never depend on order or on cleanup. */
 export async function makeApp(app: INestApplication, name = `app-${randomUUID().slice(0, 8)}`) {
-  return app.get(AppsService).create(name);
+  return app.get(AppsService).create(name, TEST_ACTOR);
 }
 
 export async function makeIngestKey(app: INestApplication, appId: string, mode: 'live' | 'test' = 'live') {
-  return app.get(KeysService).createIngestKey(appId, mode, null);
+  return app.get(KeysService).createIngestKey(appId, mode, null, TEST_ACTOR);
 }
 
 export async function makeApiKey(
@@ -20,7 +24,7 @@ export async function makeApiKey(
   scopes: string[] = ['events:read', 'rollups:read'],
   expiresInDays: number | null = null,
 ) {
-  return app.get(KeysService).createApiKey(appIds, scopes, expiresInDays, null);
+  return app.get(KeysService).createApiKey(appIds, scopes, expiresInDays, null, TEST_ACTOR);
 }
 
 /** An app with a live ingest key, a test ingest key and a read key with both scopes. */

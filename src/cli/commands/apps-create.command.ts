@@ -1,3 +1,4 @@
+import { cliActor } from '@app/cli/actor';
 import { defineJsonCommand } from '@app/cli/command';
 import type { CliRuntime } from '@app/cli/runtime';
 
@@ -14,7 +15,7 @@ export function appsCreateCommand(rt: CliRuntime) {
     .requiredOption('--name <name>', 'the app name, 1 to 200 characters')
     .action(async (options) => {
       const { apps } = await rt.services();
-      const app = await apps.create(options.name);
+      const app = await apps.create(options.name, cliActor());
       rt.print({ json: app, text: `Created app "${app.name}".\nid: ${app.id}` }, options.json);
     });
 }

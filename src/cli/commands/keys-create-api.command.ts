@@ -1,6 +1,7 @@
 import { Option } from '@commander-js/extra-typings';
 import { KNOWN_SCOPES } from '@app/auth/scopes';
 import { oneOfEach, uuids, wholeNumber } from '@app/cli/arguments';
+import { cliActor } from '@app/cli/actor';
 import { defineJsonCommand } from '@app/cli/command';
 import type { CliRuntime } from '@app/cli/runtime';
 
@@ -34,6 +35,7 @@ export function keysCreateApiCommand(rt: CliRuntime) {
         options.scope,
         options.expiresInDays ?? null,
         options.name ?? null,
+        cliActor(),
       );
       const expiry = key.expiresAt ? `, expires ${key.expiresAt}` : '';
       rt.print(

@@ -1,5 +1,6 @@
 import { Option } from '@commander-js/extra-typings';
 import { uuid } from '@app/cli/arguments';
+import { cliActor } from '@app/cli/actor';
 import { defineJsonCommand } from '@app/cli/command';
 import type { CliRuntime } from '@app/cli/runtime';
 
@@ -18,7 +19,7 @@ export function keysCreateIngestCommand(rt: CliRuntime) {
     .option('--name <label>', 'a label for people, shown by keys list')
     .action(async (options) => {
       const { keys } = await rt.services();
-      const key = await keys.createIngestKey(options.app, options.mode, options.name ?? null);
+      const key = await keys.createIngestKey(options.app, options.mode, options.name ?? null, cliActor());
       rt.print(
         {
           json: key,

@@ -1,4 +1,5 @@
 import { uuid } from '@app/cli/arguments';
+import { cliActor } from '@app/cli/actor';
 import { defineJsonCommand } from '@app/cli/command';
 import type { CliRuntime } from '@app/cli/runtime';
 
@@ -12,7 +13,7 @@ export function keysRevokeCommand(rt: CliRuntime) {
     .argument('<keyId>', 'the id of the key (see tally keys list)', uuid)
     .action(async (keyId, options) => {
       const { keys } = await rt.services();
-      const result = await keys.revoke(keyId);
+      const result = await keys.revoke(keyId, cliActor());
       rt.print(
         {
           json: result,

@@ -1,5 +1,6 @@
 import { DEFAULT_ROTATION_GRACE_DAYS, MAX_ROTATION_GRACE_DAYS } from '@app/auth/key-rotation';
 import { uuid, wholeNumber } from '@app/cli/arguments';
+import { cliActor } from '@app/cli/actor';
 import { defineJsonCommand } from '@app/cli/command';
 import type { CliRuntime } from '@app/cli/runtime';
 
@@ -23,7 +24,7 @@ export function keysRotateCommand(rt: CliRuntime) {
     )
     .action(async (keyId, options) => {
       const { keys } = await rt.services();
-      const rotation = await keys.rotate(keyId, options.graceDays);
+      const rotation = await keys.rotate(keyId, cliActor(), options.graceDays);
       rt.print(
         {
           json: rotation,

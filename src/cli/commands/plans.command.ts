@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { cliActor } from '@app/cli/actor';
 import { uuid } from '@app/cli/arguments';
 import { defineJsonCommand } from '@app/cli/command';
 import { ExitCode, UsageError } from '@app/cli/exit-codes';
@@ -96,7 +97,7 @@ export function plansSetCommand(rt: CliRuntime) {
       await services.apps.assertExist([options.app]);
       const v = await services
         .plans()
-        .plans.put(options.app, options.ifMatch ?? '*', raw)
+        .plans.put(options.app, options.ifMatch ?? '*', raw, cliActor())
         .catch((err: unknown) => planProblems(options.file, err));
       const doc = { appId: v.appId, version: v.version, ...v.plan, createdAt: v.createdAt };
       rt.print(

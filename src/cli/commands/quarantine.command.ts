@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '@commander-js/extra-typings';
+import { cliActor } from '@app/cli/actor';
 import { uuid, wholeNumber } from '@app/cli/arguments';
 import { defineJsonCommand } from '@app/cli/command';
 import { table } from '@app/cli/output';
@@ -70,7 +71,7 @@ export function quarantineReplayCommand(rt: CliRuntime) {
       await services.apps.assertExist([options.app]);
       const result = await services
         .plans()
-        .replay.replay(options.app, { eventName: options.event, code: options.code });
+        .replay.replay(options.app, { eventName: options.event, code: options.code }, cliActor());
       const text = `${result.replayed} replayed, ${result.duplicates} duplicates, ${result.stillRejected} still rejected.`;
       rt.print({ json: result, text }, options.json);
     });

@@ -1,3 +1,4 @@
+import { cliActor } from '@app/cli/actor';
 import { defineJsonCommand } from '@app/cli/command';
 import type { CliRuntime } from '@app/cli/runtime';
 
@@ -12,10 +13,11 @@ export function seedCommand(rt: CliRuntime) {
     '{ "app": { "id", "name", "createdAt" }, "ingestKeys": { "live", "test" }, "apiKey" }',
   ).action(async (options) => {
     const { apps, keys } = await rt.services();
-    const app = await apps.create('Demo app');
-    const live = await keys.createIngestKey(app.id, 'live', 'demo live');
-    const test = await keys.createIngestKey(app.id, 'test', 'demo test');
-    const api = await keys.createApiKey([app.id], ['events:read', 'rollups:read'], null, 'demo read');
+    const actor = cliActor();
+    const app = await apps.create('Demo app', actor);
+    const live = await keys.createIngestKey(app.id, 'live', 'demo live', actor);
+    const test = await keys.createIngestKey(app.id, 'test', 'demo test', actor);
+    const api = await keys.createApiKey([app.id], ['events:read', 'rollups:read'], null, 'demo read', actor);
     rt.print(
       {
         json: { app, ingestKeys: { live: live.key, test: test.key }, apiKey: api.key },

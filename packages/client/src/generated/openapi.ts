@@ -437,6 +437,19 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        PlanBodyDto: {
+            /** @enum {string} */
+            mode: "off" | "flag" | "enforce";
+            /**
+             * @default allow
+             * @enum {string}
+             */
+            unplanned: "allow" | "flag" | "reject";
+            /** @description Event definitions by event name. */
+            events?: {
+                [key: string]: components["schemas"]["EventDefinitionDto"];
+            };
+        };
         PlanDto: {
             /** Format: uuid */
             appId: string;
@@ -451,27 +464,6 @@ export interface components {
             };
             /** @description When this version was stored, epoch ms. */
             createdAt: number | null;
-        };
-        PlanBodyDto: {
-            /** @enum {string} */
-            mode: "off" | "flag" | "enforce";
-            /**
-             * @default allow
-             * @enum {string}
-             */
-            unplanned: "allow" | "flag" | "reject";
-            /** @description Event definitions by event name. */
-            events?: {
-                [key: string]: components["schemas"]["EventDefinitionDto"];
-            };
-        };
-        PlanCheckBodyDto: {
-            /** @description Events as POST /api/ingest takes them. */
-            events: Record<string, never>[];
-            /** @description As for POST /api/ingest. */
-            sentAt?: number;
-            /** @description The plan to check against; the stored one when absent. */
-            plan?: components["schemas"]["PlanBodyDto"];
         };
         ViolationDto: {
             /** @description The path in the event, e.g. `payload.plan` or `floatValue`. */
@@ -511,11 +503,6 @@ export interface components {
             /** @enum {string} */
             code: "schema_violation" | "unplanned_event";
             violations: components["schemas"]["ViolationDto"][];
-        };
-        ReplayBodyDto: {
-            eventName?: string;
-            /** @enum {string} */
-            code?: "schema_violation" | "unplanned_event";
         };
         ReplayResultDto: {
             /** @description Events that now pass the plan, stored and removed from the quarantine. */
@@ -986,7 +973,14 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["PlanCheckBodyDto"];
+                "application/json": {
+                    /** @description Events as POST /api/ingest takes them. */
+                    events: Record<string, never>[];
+                    /** @description As for POST /api/ingest. */
+                    sentAt?: number;
+                    /** @description The plan to check against; the stored one when absent. */
+                    plan?: components["schemas"]["PlanBodyDto"];
+                };
             };
         };
         responses: {
@@ -1193,9 +1187,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
+        /** @description Which quarantined events to check again; `{}` for all. */
+        requestBody: {
             content: {
-                "application/json": components["schemas"]["ReplayBodyDto"];
+                "application/json": {
+                    eventName?: string;
+                    /** @enum {string} */
+                    code?: "schema_violation" | "unplanned_event";
+                };
             };
         };
         responses: {
