@@ -61,7 +61,6 @@ export function buildPlanServices(
       plans,
       quarantineRepository,
       new IngestRepository(dataSource),
-      audit,
     ),
     check: async (appId, events, plan) => {
       const key: RequestKey = { id: 'cli', kind: 'api', mode: 'live', appIds: [appId], scopes: [] };

@@ -1,8 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
-import { AuditService } from '@app/audit/audit.service';
-import type { AuditActor } from '@app/audit/audit.types';
 import type { CursorPosition } from '@app/common/reads/cursor';
 import type { CompiledPlan } from '@app/plans/compiled-plan';
 import { PlansService } from '@app/plans/plans.service';
@@ -11,6 +9,8 @@ import type { QuarantineFilters, QuarantineRow } from '@app/plans/quarantine.typ
 import { dedupWindowMs } from './ingest.limits';
 import { IngestRepository } from './ingest.repository';
 import type { AcceptedEvent } from './ingest.types';
+
+export type ReplayActor = Parameters<PlansService['recordReplay']>[1];
 
 export interface ReplayResult {
   replayed: number;
@@ -57,17 +57,15 @@ export class QuarantineReplayService {
     private readonly plans: PlansService,
     private readonly quarantine: QuarantineRepository,
     private readonly events: IngestRepository,
-    private readonly audit: AuditService,
   ) {}
 
   /** Replays, then records `quarantine.replayed` with the filters and the counts. */
-  async replay(appId: string, filters: QuarantineFilters, actor: AuditActor): Promise<ReplayResult> {
+  async replay(appId: string, filters: QuarantineFilters, actor: ReplayActor): Promise<ReplayResult> {
     const result = await this.replayChunks(appId, filters);
-    await this.audit.record({
-      action: 'quarantine.replayed',
-      actor,
-      appId,
-      details: { ...result, eventName: filters.eventName ?? null, code: filters.code ?? null },
+    await this.plans.recordReplay(appId, actor, {
+      ...result,
+      eventName: filters.eventName ?? null,
+      code: filters.code ?? null,
     });
     return result;
   }

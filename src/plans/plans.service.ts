@@ -102,6 +102,15 @@ export class PlansService {
     return { appId, version: row.version, plan: row.plan, createdAt: row.createdAt };
   }
 
+  /** Records a quarantine replay in the audit log: the filters and the counts. */
+  recordReplay(
+    appId: string,
+    actor: AuditActor,
+    details: Record<string, number | string | null>,
+  ): Promise<void> {
+    return this.audit.record({ action: 'quarantine.replayed', actor, appId, details });
+  }
+
   /** Compiles a plan sent with a request (the dry run): 400 `invalid_plan` when it is not valid. */
   compile(raw: unknown): CompiledPlan {
     const compiled = compilePlan(raw, 0);
