@@ -72,8 +72,7 @@ export class QuarantineReplayService {
 
   async replayChunks(appId: string, filters: QuarantineFilters, chunk = REPLAY_CHUNK): Promise<ReplayResult> {
     // The plan in force now: what ingest would apply to these events if they arrived today.
-    this.plans.forget(appId);
-    const plan = await this.plans.active(appId);
+    const plan = await this.plans.current(appId);
     const total: ReplayResult = { replayed: 0, duplicates: 0, stillRejected: 0 };
     let after: CursorPosition | null = null;
     for (;;) {

@@ -148,6 +148,18 @@ export class PlansService {
     return plan;
   }
 
+  /**
+   * The app's current plan, read from the database rather than trusted from the cache: the
+   * replay's plan. The compiled copy is reused when it is of the current version.
+   */
+  async current(appId: string): Promise<CompiledPlan | null> {
+    const row = await this.plans.current(appId);
+    const cached = await this.active(appId).catch(() => null);
+    if (cached === null ? !row || row.plan.mode === 'off' : cached.version === row?.version) return cached;
+    this.forget(appId);
+    return this.active(appId);
+  }
+
   private async load(appId: string): Promise<CompiledPlan | null> {
     const row = await this.plans.current(appId);
     if (!row || row.plan.mode === 'off') return null;
