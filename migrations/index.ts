@@ -8,6 +8,7 @@ import { EventsPayloadJson1763840000000 } from './1763840000000-events-payload-j
 import { EventsNameIndexEndedDays1763850000000 } from './1763850000000-events-name-index-ended-days';
 import { AuditLog1763860000000 } from './1763860000000-audit-log';
 import { TrackingPlans1763910000000 } from './1763910000000-tracking-plans';
+import { PlanQuality1763910100000 } from './1763910100000-plan-quality';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -22,4 +23,5 @@ export const MIGRATIONS = [
   EventsNameIndexEndedDays1763850000000,
   AuditLog1763860000000,
   TrackingPlans1763910000000,
+  PlanQuality1763910100000,
 ];

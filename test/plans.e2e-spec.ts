@@ -396,6 +396,53 @@ describe('tracking plans', () => {
     });
   });
 
+  describe('GET /api/v1/plan/quality', () => {
+    it('counts per event name the accepted, flagged and rejected events and the top rules', async () => {
+      const s = await setup(t.http, t.app);
+      await putPlan(t.http, s.appId, s.planKey, plan('flag', 'flag'));
+      await postIngest(t.http, s.liveKey, { events: caseEvents() });
+      await putPlan(t.http, s.appId, s.planKey, plan('enforce', 'reject'));
+      await postIngest(t.http, s.liveKey, { events: [...caseEvents().slice(0, 2), { eventName: 'Other' }] });
+      const res = await request(t.http)
+        .get('/api/v1/plan/quality')
+        .query({ appId: s.appId })
+        .set(bearer(s.planKey));
+      expect(res.status).toBe(200);
+      const byName = Object.fromEntries(res.body.map((r: { eventName: string }) => [r.eventName, r]));
+      expect(byName['Checkout.completed']).toMatchObject({
+        accepted: CASES.length + 2,
+        flagged: CASES.length + 1,
+        rejected: 2,
+      });
+      expect(byName['Checkout.completed'].topRules[0]).toEqual({
+        field: 'payload.plan',
+        rule: expect.any(String),
+        count: expect.any(Number),
+      });
+      expect(byName['Checkout.completed'].topRules.length).toBeLessThanOrEqual(5);
+      expect(byName['Screen.viewed']).toMatchObject({ accepted: 1, flagged: 1, rejected: 0 });
+      expect(byName.Other).toEqual({
+        eventName: 'Other',
+        accepted: 0,
+        flagged: 0,
+        rejected: 1,
+        topRules: [{ field: 'eventName', rule: 'unplanned', count: 1 }],
+      });
+    });
+
+    it('400 for a bad range, 403 without plans:read', async () => {
+      const s = await setup(t.http, t.app);
+      const q = (query: Record<string, string>, key = s.planKey) =>
+        request(t.http)
+          .get('/api/v1/plan/quality')
+          .query({ appId: s.appId, ...query })
+          .set(bearer(key));
+      expectProblem(await q({ fromDate: '2026-02-30' }), 400, 'invalid_query');
+      expectProblem(await q({ fromDate: '2026-11-10', toDate: '2026-11-01' }), 400, 'invalid_query');
+      expectProblem(await q({}, s.apiKey), 403, 'insufficient_scope');
+    });
+  });
+
   describe('POST /api/v1/plan/check', () => {
     const check = (appId: string, key: string, body: unknown) =>
       request(t.http)

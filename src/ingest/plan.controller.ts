@@ -18,6 +18,10 @@ import { AppQueryDto } from '@app/plans/app-query.dto';
 import { EventDefinitionDto, PlanBodyDto, PlanDto } from '@app/plans/plan.dto';
 import type { PlanVersion } from '@app/plans/plan.types';
 import { parseIfMatch, PlansService } from '@app/plans/plans.service';
+import { EventQualityDto, PlanQualityQueryDto } from '@app/plans/quality.dto';
+import { EventQuality, QualityService } from '@app/plans/quality.service';
+import { invalidQuery } from '@app/common/query-validation.pipe';
+import { DAY_MS, utcDateString } from '@app/common/time';
 import { IngestBodyReader } from './ingest-body.reader';
 import { IngestResultDto } from './ingest-result.dto';
 import { IngestService } from './ingest.service';
@@ -37,6 +41,7 @@ export class PlanController {
     private readonly plans: PlansService,
     private readonly reader: IngestBodyReader,
     private readonly ingest: IngestService,
+    private readonly quality: QualityService,
   ) {}
 
   @Get()
@@ -55,6 +60,33 @@ export class PlanController {
     const plan = await this.plans.get(normaliseAppId(query.appId));
     res.setHeader('ETag', `"${plan.version}"`);
     return toDto(plan);
+  }
+
+  @Get('quality')
+  @ApiOperation({
+    summary: 'Data quality under the tracking plan',
+    description:
+      'Needs the scope `plans:read`. Per event name over the UTC days `fromDate`–`toDate` (default: the ' +
+      'last 7 days, at most 366): the events the plan accepted, flagged and rejected, and the rules ' +
+      'broken most often. Counted while a plan in mode flag or enforce applies.',
+  })
+  @ApiOkResponse({ type: EventQualityDto, isArray: true, headers: RATE_LIMIT_HEADERS })
+  @ApiProblemResponse(400, 'Invalid query parameters (`invalid_query`, with `errors`).')
+  @ReadEndpoint('plans:read')
+  async getQuality(@Query(QueryValidationPipe) query: PlanQualityQueryDto): Promise<EventQuality[]> {
+    const toDate = query.toDate ?? utcDateString(Date.now());
+    const fromDate = query.fromDate ?? utcDateString(Date.parse(toDate) - 6 * DAY_MS);
+    const span = (Date.parse(toDate) - Date.parse(fromDate)) / DAY_MS;
+    if (span < 0 || span > 365) {
+      throw invalidQuery([
+        {
+          field: 'fromDate',
+          code: 'invalid_range',
+          message: 'fromDate must be on or before toDate, at most 366 days',
+        },
+      ]);
+    }
+    return this.quality.summary(normaliseAppId(query.appId), fromDate, toDate);
   }
 
   @Put()

@@ -6,6 +6,8 @@ import { PlansRepository } from './plans.repository';
 import { PlansService } from './plans.service';
 import { QuarantineRepository } from './quarantine.repository';
 import { QuarantineService } from './quarantine.service';
+import { QualityRepository } from './quality.repository';
+import { QualityService } from './quality.service';
 
 /**
  * Tracking plans: the stored versions, each app's compiled plan (dropped on every instance by
@@ -21,7 +23,9 @@ import { QuarantineService } from './quarantine.service';
     PlanEnforcement,
     QuarantineRepository,
     QuarantineService,
+    QualityRepository,
+    QualityService,
   ],
-  exports: [PlansService, PlanEnforcement, QuarantineRepository, QuarantineService],
+  exports: [PlansService, PlanEnforcement, QuarantineRepository, QuarantineService, QualityService],
 })
 export class PlansModule {}

@@ -8,7 +8,8 @@ import type { CliRuntime } from '@app/cli/runtime';
 import { AppError } from '@app/common/app-error';
 import type { IngestResult } from '@app/ingest/ingest.types';
 import { maxEventsPerRequest } from '@app/ingest/ingest.limits';
-import type { PlanProblem } from '@app/plans/plan.types';
+import type { PlanProblem, Violation } from '@app/plans/plan.types';
+import { ruleOf } from '@app/plans/plan-gate';
 
 function readText(path: string): string {
   try {
@@ -131,7 +132,7 @@ export function violationTable(
       if (issue.code !== 'schema_violation' && issue.code !== 'unplanned_event') continue;
       const event = events[offset + issue.index] as { eventName?: unknown };
       const eventName = typeof event?.eventName === 'string' ? event.eventName : '?';
-      const rule = /\((\w+)\)\.?$/.exec(issue.message)?.[1] ?? issue.code;
+      const rule = ruleOf(issue as Violation);
       const key = JSON.stringify([eventName, issue.field, rule, issue.severity]);
       const row = rows.get(key) ?? {
         eventName,
