@@ -123,6 +123,36 @@ async function noPlanCost(dist) {
   return { perRequestNs: Math.round(ns), perEventUs: ns / 100 / 1000 };
 }
 
+/**
+ * The plan's own cost in-process, on the built code: the gate of a 50-event enforced plan applied
+ * to events that follow it, per event. Free of the HTTP and database noise of the pair.
+ */
+function planGateCost(dist) {
+  const require = createRequire(import.meta.url);
+  const { compilePlan } = require(path.join(dist, 'src/plans/plan-compiler.js'));
+  const { PlanGate } = require(path.join(dist, 'src/plans/plan-gate.js'));
+  const compiled = compilePlan(benchPlan('enforce'), 1);
+  if (!compiled.ok) throw new Error(JSON.stringify(compiled.problems));
+  const events = Array.from({ length: 1000 }, (_, n) => ({
+    eventName: `Plan.e${n % EVENTS}`,
+    floatValue: null,
+    payload: payload(n),
+  }));
+  const sink = { rejectLater() {}, warnLater() {} };
+  const run = (n) => {
+    let gate = new PlanGate(compiled.compiled, sink);
+    for (let i = 0; i < n; i++) {
+      if (i % 100 === 0) gate = new PlanGate(compiled.compiled, sink);
+      if (!gate.admit(events[i % events.length])) throw new Error('rejected');
+    }
+  };
+  run(50_000);
+  const n = 500_000;
+  const started = process.hrtime.bigint();
+  run(n);
+  return { perEventUs: Number(process.hrtime.bigint() - started) / n / 1000 };
+}
+
 async function replayRun(server, tenant, apiKey) {
   // Quarantine: a plan that rejects every event (no definitions, unplanned rejected).
   await putPlan(server, apiKey, tenant.appId, { mode: 'enforce', unplanned: 'reject', events: {} });
@@ -212,6 +242,7 @@ async function measure(dist, cluster) {
         medianPlanCostUsPerEvent: round2(median(rounds.map((r) => r.deltaUs))),
       },
       noPlanCost: await noPlanCost(dist),
+      planGateInProcess: planGateCost(dist),
       replay: replayed,
     };
   } finally {
