@@ -13,6 +13,7 @@ import {
 import { DailyChart } from './charts';
 import { rollupsCsv } from './csv';
 import { daysAgo, daysBetween, todayUtc } from './dates';
+import { DataQualityView } from './data-quality';
 
 const LIVE_INTERVAL_MS = 5_000;
 const LIVE_LIMIT = 50;
@@ -52,6 +53,8 @@ const charts = {
   users: new DailyChart($('chart-users'), 'Unique users'),
   sessions: new DailyChart($('chart-sessions'), 'Unique sessions'),
 };
+
+const dataQuality = new DataQualityView(ui.board);
 
 const state = {
   key: null as KeyInfo | null,
@@ -198,6 +201,7 @@ async function fetchRollups(): Promise<void> {
   state.days = daysBetween(range.from, range.to);
   fillEventPicker();
   render(state.days);
+  void dataQuality.load(state.key, appId, range.from, range.to);
 }
 
 const loadRollups = singleFlight(fetchRollups);

@@ -68,6 +68,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/plan/quality": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Data quality under the tracking plan
+         * @description Needs the scope `plans:read`. Per event name over the UTC days `fromDate`–`toDate` (default: the last 7 days, at most 366): the events the plan accepted, flagged and rejected, and the rules broken most often. Counted while a plan in mode flag or enforce applies.
+         */
+        get: operations["PlanController_getQuality"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/plan/check": {
         parameters: {
             query?: never;
@@ -464,6 +484,24 @@ export interface components {
             };
             /** @description When this version was stored, epoch ms. */
             createdAt: number | null;
+        };
+        RuleCountDto: {
+            /** @description The path in the event, e.g. `payload.plan`. */
+            field: string;
+            /** @description The rule: a JSON Schema keyword, `floatValue` or `unplanned`. */
+            rule: string;
+            count: number;
+        };
+        EventQualityDto: {
+            eventName: string;
+            /** @description Events the plan accepted, the flagged ones included. */
+            accepted: number;
+            /** @description Events accepted with violations (mode flag). */
+            flagged: number;
+            /** @description Events the plan rejected (mode enforce). */
+            rejected: number;
+            /** @description The five rules broken most often. */
+            topRules: components["schemas"]["RuleCountDto"][];
         };
         ViolationDto: {
             /** @description The path in the event, e.g. `payload.plan` or `floatValue`. */
@@ -922,6 +960,100 @@ export interface operations {
             /** @description If-Match is missing (`precondition_required`). */
             428: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    PlanController_getQuality: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+                /** @description First UTC day, inclusive. Default: 6 days before toDate. */
+                fromDate?: string;
+                /** @description Last UTC day, inclusive. Default: today (UTC). */
+                toDate?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventQualityDto"][];
+                };
+            };
+            /** @description Invalid query parameters (`invalid_query`, with `errors`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `plans:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
                     [name: string]: unknown;
                 };
                 content: {
