@@ -204,6 +204,13 @@ describe('tracking plans', () => {
     it('400 invalid_header on a malformed If-Match', async () => {
       const s = await setup(t.http, t.app);
       expectProblem(await put(s.appId, s.planKey, plan('flag'), 'yesterday'), 400, 'invalid_header');
+      const noApp = await request(t.http)
+        .put('/api/v1/plan')
+        .set(bearer(s.planKey))
+        .set('If-Match', '"0"')
+        .set('Content-Type', 'application/json')
+        .send(JSON.stringify(plan('flag')));
+      expectProblem(noApp, 400, 'invalid_query');
     });
 
     it('400 invalid_plan lists every problem with its path, and nothing changes', async () => {
@@ -491,6 +498,30 @@ describe('tracking plans', () => {
         403,
         'insufficient_scope',
       );
+      const tooMany = await check(s.appId, s.planKey, {
+        events: Array.from({ length: 1001 }, () => ({ eventName: 'x' })),
+      });
+      expectProblem(tooMany, 413, 'payload_too_large');
+      expect(tooMany.body).toMatchObject({ limitEvents: 1000, receivedEvents: 1001 });
+      const text = await request(t.http)
+        .post('/api/v1/plan/check')
+        .query({ appId: s.appId })
+        .set(bearer(s.planKey))
+        .set('Content-Type', 'text/plain')
+        .send('{}');
+      expectProblem(text, 415, 'unsupported_media_type');
+      const other = await makeTenant(t.app);
+      expectProblem(
+        await check(other.appId, s.planKey, { events: [{ eventName: 'x' }] }),
+        403,
+        'app_forbidden',
+      );
+      const noApp = await request(t.http)
+        .post('/api/v1/plan/check')
+        .set(bearer(s.planKey))
+        .set('Content-Type', 'application/json')
+        .send('{"events":[{}]}');
+      expectProblem(noApp, 400, 'invalid_query');
     });
   });
 
@@ -501,7 +532,7 @@ describe('tracking plans', () => {
         .query({ appId })
         .set(bearer(key))
         .set('Content-Type', 'application/json')
-        .send(JSON.stringify(body));
+        .send(typeof body === 'string' ? body : JSON.stringify(body));
 
     it('replays after a plan fix, storing each event once even when two replays run at once', async () => {
       const s = await setup(t.http, t.app);
@@ -580,6 +611,9 @@ describe('tracking plans', () => {
       expectProblem(await replay(s.appId, s.planKey, [1]), 400, 'invalid_body');
       const readOnly = (await makeApiKey(t.app, [s.appId], ['plans:read', 'events:read'])).key;
       expectProblem(await replay(s.appId, readOnly), 403, 'insufficient_scope');
+      const other = await makeTenant(t.app);
+      expectProblem(await replay(other.appId, s.planKey), 403, 'app_forbidden');
+      expectProblem(await replay(s.appId, s.planKey, '{nope'), 400, 'invalid_json');
       const list = (q: Record<string, string>, key = s.planKey) =>
         request(t.http).get('/api/v1/quarantine').query(q).set(bearer(key));
       expectProblem(await list({ appId: s.appId, code: 'nope' }), 400, 'invalid_query');
