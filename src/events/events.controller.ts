@@ -2,6 +2,7 @@ import { Controller, Get, Query, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
 import type { Response } from 'express';
+import { setNextPage } from '@app/common/reads/next-page';
 import { ReadEndpoint } from '@app/auth/read-endpoint.decorator';
 import { EventRecordDto } from './event-record.dto';
 import { EventsService } from './events.service';
@@ -34,15 +35,7 @@ export class EventsController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<EventRecordDto[]> {
     const page = await this.events.list(query);
-    if (page.nextCursor) {
-      const next = new URLSearchParams();
-      for (const [name, value] of Object.entries(query)) {
-        if (name !== 'cursor' && value !== undefined) next.set(name, String(value));
-      }
-      next.set('cursor', page.nextCursor);
-      res.setHeader('Link', `</api/v1/events?${next.toString()}>; rel="next"`);
-      res.setHeader('X-Next-Cursor', page.nextCursor);
-    }
+    setNextPage(res, '/api/v1/events', query, page.nextCursor);
     return page.events;
   }
 }

@@ -1,6 +1,7 @@
 import { Controller, Get, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiBody, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
+import { setNextPage } from '@app/common/reads/next-page';
 import { requestKey } from '@app/auth/authenticated-request';
 import { ReadEndpoint } from '@app/auth/read-endpoint.decorator';
 import { AppError } from '@app/common/app-error';
@@ -91,15 +92,7 @@ export class QuarantineController {
       query.cursor,
       query.limit ?? DEFAULT_LIMIT,
     );
-    if (page.nextCursor) {
-      const next = new URLSearchParams();
-      for (const [name, value] of Object.entries(query)) {
-        if (name !== 'cursor' && value !== undefined) next.set(name, String(value));
-      }
-      next.set('cursor', page.nextCursor);
-      res.setHeader('Link', `</api/v1/quarantine?${next.toString()}>; rel="next"`);
-      res.setHeader('X-Next-Cursor', page.nextCursor);
-    }
+    setNextPage(res, '/api/v1/quarantine', query, page.nextCursor);
     return page.events;
   }
 
