@@ -2,6 +2,7 @@ import request from 'supertest';
 import type { Server } from 'node:http';
 import { bearer, makeApiKey, makeTenant, postIngest } from './factories';
 import { QuarantineService } from '@app/plans/quarantine.service';
+import { QuarantineRepository } from '@app/plans/quarantine.repository';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
@@ -624,6 +625,20 @@ describe('tracking plans', () => {
         'insufficient_scope',
       );
       expectProblem(await list({}), 400, 'invalid_query');
+    });
+
+    it('keeps partitions for today and the days ahead, and drops the days past QUARANTINE_DAYS', async () => {
+      const repository = t.app.get(QuarantineRepository);
+      await repository.createPartition('2020-01-01', '2020-01-02');
+      const { dropped } = await t.app.get(QuarantineService).maintain(Date.now());
+      expect(dropped).toContain('quarantine_p20200101');
+      const days = (await repository.partitions()).map((p) => p.day);
+      const today = new Date().toISOString().slice(0, 10);
+      expect(days).toContain(today);
+      expect(days).not.toContain('2020-01-01');
+      expect(days.every((d) => d >= new Date(Date.now() - 7 * 86_400_000).toISOString().slice(0, 10))).toBe(
+        true,
+      );
     });
 
     it("deleteUsers (erasure) empties the user's quarantine and nobody else's", async () => {
