@@ -18,7 +18,16 @@ import { stop as stopCluster } from '../../src/database/embedded-pg.mjs';
 import { connect, recreateDatabase, withDatabase } from '../lib/db.mjs';
 import { runLoad } from '../lib/load.mjs';
 import { cli, cpuSecondsOf, startServer } from '../lib/processes.mjs';
-import { ROOT, QUICK, log, ingestHeaders, makeTenant, snapshotDist, startCluster } from '../lib/common.mjs';
+import {
+  ROOT,
+  QUICK,
+  flags,
+  log,
+  ingestHeaders,
+  makeTenant,
+  snapshotDist,
+  startCluster,
+} from '../lib/common.mjs';
 
 const SIZES = QUICK
   ? { requests: 60, rounds: 2, batch: 100, connections: 8, replay: 2_000 }
@@ -265,7 +274,7 @@ export async function plansBenchmarkMain() {
   try {
     plans = await measure(dist, cluster);
   } finally {
-    if (cluster.temporary) await stopCluster(cluster.dir);
+    if (cluster.temporary || !flags['keep-pg']) await stopCluster(cluster.dir);
     fs.rmSync(dist, { recursive: true, force: true });
   }
   plans.sizes = { ...SIZES, planEvents: EVENTS, propertiesPerEvent: PROPS };
