@@ -31,7 +31,7 @@ import {
 
 const SIZES = QUICK
   ? { requests: 60, rounds: 2, batch: 100, connections: 8, replay: 2_000, warmEvents: 0 }
-  : { requests: 400, rounds: 3, batch: 100, connections: 16, replay: 20_000, warmEvents: 1_600_000 };
+  : { requests: 400, rounds: 4, batch: 100, connections: 16, replay: 20_000, warmEvents: 1_600_000 };
 const EVENTS = 50;
 const PROPS = 10;
 
@@ -232,8 +232,16 @@ async function measure(dist, cluster) {
     }
     const rounds = [];
     for (let i = 0; i < SIZES.rounds; i++) {
-      const noPlan = await loadRun(server, plain, `a${i}`);
-      const withPlan = await loadRun(server, planned, `b${i}`);
+      // Alternate which side goes first, so that neither always inherits the other's garbage.
+      let noPlan;
+      let withPlan;
+      if (i % 2 === 0) {
+        noPlan = await loadRun(server, plain, `a${i}`);
+        withPlan = await loadRun(server, planned, `b${i}`);
+      } else {
+        withPlan = await loadRun(server, planned, `b${i}`);
+        noPlan = await loadRun(server, plain, `a${i}`);
+      }
       rounds.push({ noPlan, withPlan, deltaUs: withPlan.serverCpuUsPerEvent - noPlan.serverCpuUsPerEvent });
       log(
         `plans round ${i}: no plan ${noPlan.serverCpuUsPerEvent.toFixed(2)} µs/event, plan ${withPlan.serverCpuUsPerEvent.toFixed(2)} µs/event`,
