@@ -118,7 +118,7 @@ async function noPlanCost(dist) {
   const require = createRequire(import.meta.url);
   const { PlansService } = require(path.join(dist, 'src/plans/plans.service.js'));
   // The audit log is not reached by a lookup.
-  const service = new PlansService({ current: async () => null }, {});
+  const service = new PlansService({ current: async () => null, currentVersion: async () => 0 }, {});
   const sink = { rejectLater() {}, warnLater() {} };
   await service.gate('app', sink);
   const n = 200_000;

@@ -28,6 +28,15 @@ export class PlansRepository {
     return { version: rows[0].version, plan: rows[0].plan, createdAt: Number(rows[0].created_ms) };
   }
 
+  /** The app's current version number, 0 when it has none. */
+  async currentVersion(appId: string): Promise<number> {
+    const rows = (await this.db.query(
+      `SELECT coalesce(max(version), 0) AS version FROM tracking_plans WHERE app_id = $1`,
+      [appId],
+    )) as { version: number }[];
+    return rows[0].version;
+  }
+
   /**
    * Stores `plan` as version `expected + 1` when the current version is still `expected` (or,
    * with `expected` null, whatever it is), and notifies every instance on commit. Returns the new

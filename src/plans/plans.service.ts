@@ -17,6 +17,8 @@ export const PLAN_CACHE_TTL_MS = 30_000;
 interface CacheEntry {
   at: number;
   plan: Promise<CompiledPlan | null>;
+  /** The stored version the entry was loaded from (0: none), once known. */
+  version: number | null;
 }
 
 export function invalidPlan(problems: PlanProblem[]): AppError {
@@ -137,15 +139,36 @@ export class PlansService {
    */
   active(appId: string, now = Date.now()): Promise<CompiledPlan | null> {
     const hit = this.cache.get(appId);
-    if (hit !== undefined && now - hit.at < PLAN_CACHE_TTL_MS) return hit.plan;
-    const plan = this.load(appId);
-    const entry = { at: now, plan };
+    if (hit !== undefined) {
+      if (now - hit.at < PLAN_CACHE_TTL_MS) return hit.plan;
+      if (hit.version !== null) {
+        // The TTL is only the fallback for a missed notification: check the stored version, and
+        // keep the compiled plan (and the optimised code V8 made of it) while it is unchanged.
+        hit.at = now;
+        this.recheck(appId, hit);
+        return hit.plan;
+      }
+    }
+    const entry: CacheEntry = { at: now, plan: Promise.resolve(null), version: null };
+    entry.plan = this.load(appId, entry);
     this.cache.set(appId, entry);
     // A failed load is not cached: the next request tries again.
-    plan.catch(() => {
+    entry.plan.catch(() => {
       if (this.cache.get(appId) === entry) this.cache.delete(appId);
     });
-    return plan;
+    return entry.plan;
+  }
+
+  /** Drops `entry` when the stored version is no longer the one it was compiled from. */
+  private recheck(appId: string, entry: CacheEntry): void {
+    this.plans
+      .currentVersion(appId)
+      .then((version) => {
+        if (version !== entry.version && this.cache.get(appId) === entry) this.cache.delete(appId);
+      })
+      .catch(() => {
+        if (this.cache.get(appId) === entry) this.cache.delete(appId);
+      });
   }
 
   /**
@@ -160,8 +183,9 @@ export class PlansService {
     return this.active(appId);
   }
 
-  private async load(appId: string): Promise<CompiledPlan | null> {
+  private async load(appId: string, entry: CacheEntry): Promise<CompiledPlan | null> {
     const row = await this.plans.current(appId);
+    entry.version = row?.version ?? 0;
     if (!row || row.plan.mode === 'off') return null;
     const compiled = compilePlan(row.plan, row.version);
     // A stored plan was valid when stored; should the validator grow stricter, it stays applied.
