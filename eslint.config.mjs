@@ -14,6 +14,7 @@ const SRC_FOLDERS = [
   'audit',
   'auth',
   'ingest',
+  'plans',
   'events',
   'export',
   'rollups',
@@ -30,15 +31,16 @@ const ALLOWED_IMPORTS = {
   database: ['config'],
   audit: FOUNDATION,
   auth: [...FOUNDATION, 'audit'],
-  ingest: [...FOUNDATION, 'auth'],
+  ingest: [...FOUNDATION, 'auth', 'plans'],
+  plans: [...FOUNDATION, 'audit'],
   events: [...FOUNDATION, 'auth'],
   export: [...FOUNDATION, 'auth'],
   rollups: [...FOUNDATION, 'audit', 'auth'],
   storage: FOUNDATION,
   ops: FOUNDATION,
   dashboard: FOUNDATION,
-  cli: [...FOUNDATION, 'audit', 'auth', 'rollups', 'privacy', 'storage', 'export'],
-  privacy: [...FOUNDATION, 'audit', 'auth', 'ingest', 'rollups', 'storage'],
+  cli: [...FOUNDATION, 'audit', 'auth', 'rollups', 'privacy', 'storage', 'export', 'plans', 'ingest'],
+  privacy: [...FOUNDATION, 'audit', 'auth', 'ingest', 'rollups', 'storage', 'plans'],
 };
 
 function boundaryRules(folder) {

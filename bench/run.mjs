@@ -19,7 +19,8 @@
 // ingest CPU cost of INGEST_MAX_EVENT_NAMES_PER_DAY alone, bench/scenarios/name-bound.mjs, the
 // `nameBound` section of latest.json), --erasure [--erasure-scale f] (only the erasure of a heavy
 // user, bench/scenarios/erasure.mjs, the `erasure` section), --export [--export-events N] (only
-// the raw export, bench/scenarios/export.mjs, the `export` section).
+// the raw export, bench/scenarios/export.mjs, the `export` section), --plans (only the
+// tracking-plan figures, bench/scenarios/plans.mjs, the `plans` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -175,6 +176,7 @@ const STANDALONE_MODES = {
       m.erasureBenchmarkMain({ root: ROOT, log, git, scale: Number(flags['erasure-scale']) }),
     ),
   export: () => import('./scenarios/export.mjs').then((m) => m.exportBenchmarkMain({ root: ROOT, log, git })),
+  plans: () => import('./scenarios/plans.mjs').then((m) => m.plansBenchmarkMain()),
 };
 const mode = Object.keys(STANDALONE_MODES).find((name) => flags[name]);
 const run = mode ? STANDALONE_MODES[mode] : main;

@@ -10,6 +10,8 @@ import { AuditLog1763860000000 } from './1763860000000-audit-log';
 import { Erasure1763880000000 } from './1763880000000-erasure';
 import { AppTimezones1763890000000 } from './1763890000000-app-timezones';
 import { IngestCommitHorizon1763900000000 } from './1763900000000-ingest-commit-horizon';
+import { TrackingPlans1763910000000 } from './1763910000000-tracking-plans';
+import { PlanQuality1763910100000 } from './1763910100000-plan-quality';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -26,4 +28,6 @@ export const MIGRATIONS = [
   Erasure1763880000000,
   AppTimezones1763890000000,
   IngestCommitHorizon1763900000000,
+  TrackingPlans1763910000000,
+  PlanQuality1763910100000,
 ];

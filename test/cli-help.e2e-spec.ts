@@ -191,6 +191,8 @@ printf '%s\\n' "\${COMPREPLY[@]}"`;
         'help',
         'keys',
         'migrate',
+        'plans',
+        'quarantine',
         'rollups',
         'seed',
         'suppressions',

@@ -33,6 +33,8 @@ export const { values: flags } = parseArgs({
     // The raw export alone (bench/scenarios/export.mjs), recorded in the `export` section.
     export: { type: 'boolean', default: false },
     'export-events': { type: 'string' },
+    // Tracking plans only (bench/scenarios/plans.mjs), recorded in the `plans` section of latest.json.
+    plans: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },
     // Victim latency under a hostile ingest key (bench/scenarios/isolation.mjs), section `isolation`.
     isolation: { type: 'boolean', default: false },

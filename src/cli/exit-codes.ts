@@ -14,6 +14,8 @@ export const ExitCode = {
   Usage: 2,
   /** Well-formed, but it names no app or key, or a key that can no longer be used (revoked, expired). */
   Refused: 3,
+  /** A check found events that would be rejected (`tally plans check`). */
+  Rejected: 4,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 

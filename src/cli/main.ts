@@ -30,7 +30,7 @@ export async function runCli(argv: string[], io: CliIo = processIo, config?: App
   try {
     const program = buildProgram(runtime);
     await program.parseAsync(expandHelp(program, argv), { from: 'user' });
-    return ExitCode.Ok;
+    return runtime.exitCode ?? ExitCode.Ok;
   } catch (err) {
     if (err instanceof CommanderError) return commanderExit(err);
     const failure = describeFailure(err);

@@ -16,6 +16,8 @@ import { seedCommand } from './commands/seed.command';
 import { suppressionsListCommand } from './commands/suppressions-list.command';
 import { suppressionsRemoveCommand } from './commands/suppressions-remove.command';
 import { usersDeleteCommand } from './commands/users-delete.command';
+import { plansCheckCommand, plansGetCommand, plansSetCommand } from './commands/plans.command';
+import { quarantineListCommand, quarantineReplayCommand } from './commands/quarantine.command';
 import { UsageError } from './exit-codes';
 import type { CliIo, CliRuntime } from './runtime';
 
@@ -27,6 +29,7 @@ Exit codes:
   1  failed: the database is unreachable, an environment variable is wrong, ...
   2  usage error: no or unknown command, unknown option, missing or malformed value
   3  refused: the id names no app or key, or a key that is revoked or expired
+  4  rejected: tally plans check found events that ingest would reject
 
 The CLI uses DATABASE_URL, or else the embedded PostgreSQL in EMBEDDED_PG_DIR (default ./.data),
 which it shares with a server running there. Run 'tally help <command>' for a command's options.
@@ -62,6 +65,19 @@ export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
     ]),
   );
   program.addCommand(group('rollups', 'Recompute the daily rollups.', [rollupsComputeCommand(rt)]));
+  program.addCommand(
+    group('plans', 'Read, replace and check tracking plans.', [
+      plansGetCommand(rt),
+      plansSetCommand(rt),
+      plansCheckCommand(rt),
+    ]),
+  );
+  program.addCommand(
+    group('quarantine', 'List and replay the events a tracking plan rejected.', [
+      quarantineListCommand(rt),
+      quarantineReplayCommand(rt),
+    ]),
+  );
   program.addCommand(group('audit', 'Read the append-only log of admin actions.', [auditListCommand(rt)]));
   program.addCommand(group('users', "Erase users' data.", [usersDeleteCommand(rt)]));
   program.addCommand(

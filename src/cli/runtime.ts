@@ -21,6 +21,8 @@ function databaseCode(): typeof import('./services') {
 /** What the commands share: the output streams and the services, opened on first use. */
 export class CliRuntime {
   private opened?: Promise<CliServices>;
+  /** Set by a command that ran to the end but reports an outcome through its exit code. */
+  exitCode?: number;
 
   constructor(
     readonly io: CliIo,

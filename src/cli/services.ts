@@ -14,6 +14,7 @@ import { prepareDatabase } from '@app/database/prepare';
 import type { RollupsService } from '@app/rollups/rollups.service';
 import type { CliPrivacy } from '@app/privacy/privacy.cli';
 import type { ExportService } from '@app/export/export.service';
+import type { PlanServices } from './plan-services';
 
 /**
  * The services the admin commands call, built by hand on one DataSource. The CLI does not boot
@@ -30,6 +31,8 @@ export interface CliServices {
   privacy(): CliPrivacy;
   /** Built on first use, like rollups. The CLI's export reads the database directly. */
   exports(): ExportService;
+  /** Built on first use: tracking plans, their dry run and the quarantine. */
+  plans(): PlanServices;
   close(): Promise<void>;
 }
 
@@ -62,6 +65,7 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
   let rollups: RollupsService | undefined;
   let privacy: CliPrivacy | undefined;
   let exports: ExportService | undefined;
+  let plans: PlanServices | undefined;
   return {
     audit,
     apps,
@@ -79,6 +83,10 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
       ));
     },
     exports: () => (exports ??= buildExports(dataSource, resolved)),
+    plans: () => {
+      const { buildPlanServices } = require('./plan-services') as typeof import('./plan-services');
+      return (plans ??= buildPlanServices(dataSource, resolved, apps, audit));
+    },
     close,
   };
 }

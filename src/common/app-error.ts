@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'unsupported_encoding'
   | 'invalid_header'
   | 'malformed_request'
+  | 'invalid_plan'
   // 401 / 403
   | 'invalid_key'
   | 'wrong_key_type'
@@ -24,6 +25,9 @@ export type ErrorCode =
   // 417 / 431
   | 'expectation_failed'
   | 'headers_too_large'
+  // 412 / 428
+  | 'version_conflict'
+  | 'precondition_required'
   // 413 / 415
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -43,6 +47,7 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   unsupported_encoding: 'Unsupported content encoding',
   invalid_header: 'Invalid request header',
   malformed_request: 'Malformed HTTP request',
+  invalid_plan: 'Invalid tracking plan',
   invalid_key: 'Invalid or missing key',
   wrong_key_type: 'Wrong kind of key',
   insufficient_scope: 'Key lacks the required scope',
@@ -53,6 +58,8 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   conflict: 'Conflicts with the current state',
   expectation_failed: 'Expectation not supported',
   headers_too_large: 'Request headers too large',
+  version_conflict: 'The resource has changed since that version',
+  precondition_required: 'If-Match is required',
   payload_too_large: 'Batch too large',
   unsupported_media_type: 'Unsupported media type',
   rate_limited: 'Rate limit exceeded',
@@ -70,6 +77,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   invalid_cursor: 400,
   invalid_header: 400,
   malformed_request: 400,
+  invalid_plan: 400,
   unsupported_encoding: 415,
   invalid_key: 401,
   wrong_key_type: 401,
@@ -81,6 +89,8 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   conflict: 409,
   expectation_failed: 417,
   headers_too_large: 431,
+  version_conflict: 412,
+  precondition_required: 428,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,

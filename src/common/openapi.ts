@@ -15,6 +15,7 @@ export const API_TAGS = {
   rollups: 'rollups',
   key: 'key',
   privacy: 'privacy',
+  plans: 'plans',
   operations: 'operations',
 } as const;
 

@@ -89,6 +89,8 @@ export interface AppConfig {
   partitionsAheadDays: number;
   /** How often the lookup indexes of the days ingest writes get their new ranges summarized; 0: never. */
   lookupSummaryIntervalMs: number;
+  /** Days an event rejected by a tracking plan stays in the quarantine. */
+  quarantineDays: number;
 
   /** Serve the read-only web dashboard at /dashboard. */
   dashboardEnabled: boolean;
@@ -358,6 +360,7 @@ function readConfig(env: Env): AppConfig {
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 90, 1, 3650),
     partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 3, 1, 60),
     lookupSummaryIntervalMs: int(env, 'LOOKUP_SUMMARY_INTERVAL_MS', 2_000, 0, 3_600_000),
+    quarantineDays: int(env, 'QUARANTINE_DAYS', 7, 1, 365),
 
     dashboardEnabled: bool(env, 'DASHBOARD_ENABLED', true),
 

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ReadDatabase } from '@app/database/read-database';
 import type { TestModeFilter } from '@app/common/reads/query-params';
-import type { CursorPosition } from './cursor';
+import { microsLiteral, type CursorPosition } from '@app/common/reads/cursor';
 import { EVENT_ROW_COLUMNS, type EventRow } from '@app/common/reads/event-record';
 
 export interface EventFilters {
@@ -13,13 +13,6 @@ export interface EventFilters {
   /** Exclusive upper bound on the effective event time, epoch ms. */
   toMs?: number;
   testMode: TestModeFilter;
-}
-
-/** An exact timestamptz literal for an epoch-microsecond value (a JS Date only holds ms). */
-function microsLiteral(us: bigint): string {
-  const ms = us / 1000n;
-  const micros = (us % 1000n).toString().padStart(3, '0');
-  return new Date(Number(ms)).toISOString().replace('Z', `${micros}Z`);
 }
 
 @Injectable()

@@ -2,12 +2,12 @@ import { Controller, Get, Query, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
 import type { Response } from 'express';
+import { setNextPageHeaders } from '@app/common/reads/next-page';
 import { ReadEndpoint } from '@app/auth/read-endpoint.decorator';
 import { EventRecordDto } from '@app/common/reads/event-record.dto';
 import { EventsService } from './events.service';
 import { ListEventsQueryDto } from './list-events-query.dto';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
-import { setNextPageHeaders } from '@app/common/reads/next-page';
 
 @ApiTags(API_TAGS.events)
 @Controller('api/v1/events')

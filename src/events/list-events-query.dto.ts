@@ -1,33 +1,20 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Transform } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsOptional, IsString, MaxLength } from 'class-validator';
 import { NO_CONTROL_CHARACTERS_PATTERN } from '@app/common/control-characters';
 import { IsInstant, HasNoControlCharacters } from '@app/common/reads/query-validators';
 import { AppIdParam, EventNameParam, TestModeParam, TestModeFilter } from '@app/common/reads/query-params';
+import { CursorParam, LimitParam } from '@app/common/reads/page-params';
 
-export const DEFAULT_LIMIT = 100;
-export const MAX_LIMIT = 1000;
-
-/** Only plain decimal digits become a number; anything else stays a string and fails `IsInt`. */
-const toInteger = ({ value }: { value: unknown }) =>
-  typeof value === 'string' && /^-?\d{1,7}$/.test(value) ? Number(value) : value;
+export { DEFAULT_LIMIT, MAX_LIMIT } from '@app/common/reads/page-params';
 
 export class ListEventsQueryDto {
   @AppIdParam()
   appId!: string;
 
-  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT })
-  @IsOptional()
-  @Transform(toInteger)
-  @IsInt({ message: 'limit must be an integer' })
-  @Min(1, { message: `limit must be between 1 and ${MAX_LIMIT}` })
-  @Max(MAX_LIMIT, { message: `limit must be between 1 and ${MAX_LIMIT}` })
+  @LimitParam()
   limit?: number;
 
-  @ApiPropertyOptional({ description: 'The X-Next-Cursor of the previous page.' })
-  @IsOptional()
-  @IsString()
-  @MaxLength(200)
+  @CursorParam()
   cursor?: string;
 
   @EventNameParam()

@@ -14,6 +14,13 @@ import type {
 import { jsonByteLength } from './json-size';
 import { detectPii, identifierKind } from './pii';
 
+/** An issue found by a rule applied after the field rules. */
+export interface LaterIssue<C> {
+  field: string;
+  code: C;
+  message: string;
+}
+
 /** What the per-event rules need to know about the request. */
 export interface EventRules {
   /** The request's receive time, epoch ms. */
@@ -30,8 +37,6 @@ export interface EventRules {
   pseudonymise(kind: 'email' | 'phone', value: string): string;
   /** The most errors, and the most warnings, the response lists; all are counted. Default: all. */
   maxIssuesListed?: number;
-  /** The per-app bound of distinct event names per day, checked last (an event it refuses is rejected). */
-  eventNames?: EventNameAdmission;
   /** The app's suppressed users (matched on the stored user id); null or absent when none. */
   suppressed?: SuppressionMatcher | null;
 }
@@ -219,13 +224,33 @@ export class EventValidator {
       // After the pseudonym: the list holds the id as it would be stored.
       if (this.rules.suppressed && this.rules.suppressed(event.anonymousUserId!)) return this.suppress();
     }
-    // Last: admitting a name counts it, so only an event that is otherwise stored may do so.
-    const names = this.rules.eventNames;
-    if (names !== undefined && !names.admit(eventName, ts)) {
-      this.error('eventName', 'too_many_event_names', names.message);
-      return this.reject();
-    }
     return this.pending.length === 0 ? event : this.accept(event);
+  }
+
+  /**
+   * Rejects the event `validate` just accepted, for a rule applied after the field rules (the
+   * tracking plan): its warnings leave the response and `issues` become its errors.
+   */
+  rejectLater(_event: AcceptedEvent, issues: LaterIssue<EventErrorCode>[]): void {
+    for (let i = this.pending.length - 1; i >= 0; i--) {
+      const issue = this.pending[i];
+      const left = this.warningCounts[issue.code]! - 1;
+      if (left > 0) this.warningCounts[issue.code] = left;
+      else delete this.warningCounts[issue.code];
+      if (this.warnings[this.warnings.length - 1] === issue) this.warnings.pop();
+    }
+    this.pending.length = 0;
+    this.firstError = null;
+    this.eventErrors = 0;
+    for (const { field, code, message } of issues) this.error(field, code, message);
+    this.reject();
+  }
+
+  /** Adds warnings to the event `validate` just accepted (the tracking plan's, under `flag`). */
+  warnLater(event: AcceptedEvent, issues: LaterIssue<EventWarningCode>[]): void {
+    this.pending.length = 0;
+    for (const { field, code, message } of issues) this.warn(field, code, message);
+    this.accept(event);
   }
 
   private error(field: string, code: EventErrorCode, message: string): void {

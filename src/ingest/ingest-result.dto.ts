@@ -14,6 +14,8 @@ const ERROR_CODES: Record<EventErrorCode, true> = {
   unstorable_value: true,
   too_many_event_names: true,
   user_suppressed: true,
+  schema_violation: true,
+  unplanned_event: true,
 };
 
 const WARNING_CODES: Record<EventWarningCode, true> = {
@@ -25,6 +27,8 @@ const WARNING_CODES: Record<EventWarningCode, true> = {
   pii_pseudonymised: true,
   clock_skew_corrected: true,
   future_time_clamped: true,
+  schema_violation: true,
+  unplanned_event: true,
 };
 
 class EventIssueDto {

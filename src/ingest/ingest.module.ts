@@ -15,10 +15,21 @@ import { DedupRepository } from './dedup.repository';
 import { DedupExpiryService } from './dedup-expiry.service';
 import { EventNameRepository } from './event-name.repository';
 import { EVENT_NAME_BOUND_PROVIDER } from './event-name-bound.provider';
+import { PlansModule } from '@app/plans/plans.module';
+import { PlanController } from './plan.controller';
+import { QuarantineController } from './quarantine.controller';
+import { QuarantineReplayService } from './quarantine-replay.service';
 
 @Module({
-  imports: [AuthModule, RateLimitModule, RateLimitStoreModule, MetricsModule, UserSuppressionsModule],
-  controllers: [IngestController],
+  imports: [
+    AuthModule,
+    RateLimitModule,
+    RateLimitStoreModule,
+    MetricsModule,
+    UserSuppressionsModule,
+    PlansModule,
+  ],
+  controllers: [IngestController, PlanController, QuarantineController],
   providers: [
     IngestBodyReader,
     IngestService,
@@ -29,6 +40,7 @@ import { EVENT_NAME_BOUND_PROVIDER } from './event-name-bound.provider';
     DedupExpiryService,
     EventNameRepository,
     EVENT_NAME_BOUND_PROVIDER,
+    QuarantineReplayService,
   ],
 })
 export class IngestModule implements OnModuleInit {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { BinaryArrayWriter, ElementType, uuidBytes } from '@app/database/binary-arrays';
 import type { AcceptedEvent } from './ingest.types';
 import { dirtyMarkArrays } from './dirty-marks';
@@ -190,6 +190,37 @@ export class IngestRepository {
     dedupWindowMs: number,
     commitWithinMs: number,
   ): Promise<number[][]> {
+    // The driver's client is used directly for its named (prepared) statements; TypeORM's
+    // query() sends unnamed ones only.
+    const runner = this.db.createQueryRunner();
+    try {
+      const client = (await runner.connect()) as PgClient;
+      return await this.insertWith(client, batches, dedupWindowMs, commitWithinMs);
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /**
+   * As `insertBatches`, inside the caller's transaction (the quarantine replay). The commit comes
+   * after the caller's remaining statements, which the horizon's other half covers.
+   */
+  async insertBatchesIn(
+    manager: EntityManager,
+    batches: WriteBatch[],
+    dedupWindowMs: number,
+    commitWithinMs: number,
+  ): Promise<number[][]> {
+    const client = (await manager.queryRunner!.connect()) as PgClient;
+    return this.insertWith(client, batches, dedupWindowMs, commitWithinMs);
+  }
+
+  private async insertWith(
+    client: PgClient,
+    batches: WriteBatch[],
+    dedupWindowMs: number,
+    commitWithinMs: number,
+  ): Promise<number[][]> {
     const duplicates: number[][] = batches.map(() => []);
     const { events, batchOf, positionOf } = selectRows(batches, duplicates);
     if (events.length === 0) return duplicates;
@@ -203,16 +234,8 @@ export class IngestRepository {
       ...dirtyMarkArrays(batches),
       budgetMs,
     ];
-    // The driver's client is used directly for its named (prepared) statements; TypeORM's
-    // query() sends unnamed ones only.
-    const runner = this.db.createQueryRunner();
-    try {
-      const client = (await runner.connect()) as PgClient;
-      const result = await client.query({ name: STATEMENT_NAME, text: INSERT_ROWS, values });
-      for (const { n } of result.rows) duplicates[batchOf[n - 1]].push(positionOf[n - 1]);
-      return duplicates;
-    } finally {
-      await runner.release();
-    }
+    const result = await client.query({ name: STATEMENT_NAME, text: INSERT_ROWS, values });
+    for (const { n } of result.rows) duplicates[batchOf[n - 1]].push(positionOf[n - 1]);
+    return duplicates;
   }
 }

@@ -15,7 +15,35 @@ import { CLOCK_SKEW_TOLERANCE_MS, dedupWindowMs, maxEventsPerRequest } from './i
 import { IngestWriter } from './ingest-writer';
 import type { AcceptedEvent, IngestResult } from './ingest.types';
 import { pseudonymise } from './pii';
+import type { EventNameAdmission } from './event-validator';
 import { EventNameBound } from './event-name-bound';
+import { PlansService } from '@app/plans/plans.service';
+import { PlanEnforcement } from '@app/plans/plan-enforcement';
+import type { CompiledPlan } from '@app/plans/compiled-plan';
+import { DedupRepository } from './dedup.repository';
+
+/** A dry run (POST /api/v1/plan/check): the result ingest would give; nothing stored, counted or metered. */
+export interface DryRun {
+  appId: string;
+  /** The plan to apply instead of the stored one. */
+  plan?: CompiledPlan;
+}
+
+/**
+ * The day's event-name bound, checked last: admitting a name counts it, so only an event that
+ * is otherwise stored (past the field rules, suppressions and the tracking plan) may do so.
+ */
+function nameAdmitted(
+  validator: EventValidator,
+  names: EventNameAdmission | undefined,
+  event: AcceptedEvent,
+): boolean {
+  if (names === undefined || names.admit(event.eventName, event.ts)) return true;
+  validator.rejectLater(event, [
+    { field: 'eventName', code: 'too_many_event_names', message: names.message },
+  ]);
+  return false;
+}
 
 interface Envelope {
   events: unknown[];
@@ -84,14 +112,22 @@ export class IngestService {
     private readonly metrics: MetricsService,
     private readonly eventNames: EventNameBound,
     private readonly suppressions: UserSuppressions,
+    private readonly plans: PlansService,
+    private readonly enforcement: PlanEnforcement,
+    private readonly dedup: DedupRepository,
   ) {}
 
-  async ingest(key: RequestKey, body: IngestBody, cpu = new CpuMeter()): Promise<IngestResult> {
+  async ingest(
+    key: RequestKey,
+    body: IngestBody,
+    cpu = new CpuMeter(),
+    dryRun?: DryRun,
+  ): Promise<IngestResult> {
     const receivedAt = Date.now();
     const { events, sentAt } = parseEnvelope(body.value, body.bytes, this.config);
-    await this.checkEventRate(key.id, events.length);
+    if (!dryRun) await this.checkEventRate(key.id, events.length);
 
-    const appId = key.appIds[0];
+    const appId = dryRun?.appId ?? key.appIds[0];
     const secret = await this.apps.piiSecret(appId);
     const testMode = key.mode === 'test';
     const skew = sentAt === null ? 0 : receivedAt - sentAt;
@@ -104,10 +140,13 @@ export class IngestService {
       forceTestMode: testMode,
       pseudonymise: (kind, value) => pseudonymise(secret, kind, value),
       maxIssuesListed: this.config.ingestMaxErrorsListed,
-      eventNames: this.eventNames.forApp(appId, receivedAt),
       suppressed: this.suppressions.matcher(appId),
     });
+    // A dry run leaves the day's name bound alone: it depends on what the day has stored.
+    const names = dryRun ? undefined : this.eventNames.forApp(appId, receivedAt);
 
+    // The tracking plan, after the field rules and the PII guard; null when none applies.
+    const gate = await this.plans.gate<AcceptedEvent>(appId, validator, dryRun?.plan);
     const toStore: AcceptedEvent[] = [];
     const seen = new Set<string>();
     let rejected = 0;
@@ -116,7 +155,7 @@ export class IngestService {
     const validating = cpu.start();
     for (let i = 0; i < events.length; i++) {
       const event = validator.validate(events[i], i);
-      if (event === null) {
+      if (event === null || (gate !== null && !gate.admit(event)) || !nameAdmitted(validator, names, event)) {
         rejected++;
       } else if (event.eventId !== null && seen.has(event.eventId)) {
         // A repeat within the batch: the first copy wins.
@@ -131,7 +170,9 @@ export class IngestService {
     let accepted = toStore.length;
     if (toStore.length) {
       const timezone = key.timezone ?? DEFAULT_TIME_ZONE;
-      const repeated = await this.writer.write({ appId, receivedAt, events: toStore, timezone });
+      const repeated = dryRun
+        ? await this.alreadySeen(appId, receivedAt, toStore)
+        : await this.writer.write({ appId, receivedAt, events: toStore, timezone });
       duplicates += repeated.length;
       accepted -= repeated.length;
     }
@@ -139,14 +180,17 @@ export class IngestService {
     // the data, but it is billed, so a flag in the body cannot evade billing.
     const metered = testMode ? 0 : accepted;
 
-    const suppressed = validator.rejectedByCode.user_suppressed;
-    if (suppressed) this.suppressions.countSuppressed(suppressed);
-    this.metrics.recordIngest({
-      accepted,
-      duplicates,
-      testMode,
-      rejectedByCode: validator.rejectedByCode,
-    });
+    if (!dryRun) {
+      const suppressed = validator.rejectedByCode.user_suppressed;
+      if (suppressed) this.suppressions.countSuppressed(suppressed);
+      this.metrics.recordIngest({
+        accepted,
+        duplicates,
+        testMode,
+        rejectedByCode: validator.rejectedByCode,
+      });
+      if (gate !== null) await this.enforcement.settle(appId, receivedAt, gate);
+    }
     return {
       received: events.length,
       accepted,
@@ -161,6 +205,13 @@ export class IngestService {
       errorCounts: validator.errorCounts,
       warningCounts: validator.warningCounts,
     };
+  }
+
+  /** The positions in `events` that ingest would find already stored (the dry run's duplicates). */
+  private async alreadySeen(appId: string, receivedAt: number, events: AcceptedEvent[]): Promise<number[]> {
+    const ids = events.flatMap((e) => (e.eventId === null ? [] : [e.eventId]));
+    const seen = await this.dedup.seen(appId, ids, receivedAt, dedupWindowMs(this.config));
+    return events.flatMap((e, i) => (e.eventId !== null && seen.has(e.eventId) ? [i] : []));
   }
 
   /** The per-key event rate. Counted before validation: every received event costs. */

@@ -11,7 +11,9 @@ export type EventErrorCode =
   | 'pii_detected'
   | 'unstorable_value'
   | 'too_many_event_names'
-  | 'user_suppressed';
+  | 'user_suppressed'
+  | 'schema_violation'
+  | 'unplanned_event';
 
 /** Per-event codes that keep the event but say what was changed or ignored. */
 export type EventWarningCode =
@@ -22,7 +24,9 @@ export type EventWarningCode =
   | 'pii_redacted'
   | 'pii_pseudonymised'
   | 'clock_skew_corrected'
-  | 'future_time_clamped';
+  | 'future_time_clamped'
+  | 'schema_violation'
+  | 'unplanned_event';
 
 export interface EventIssue<C extends string = EventErrorCode | EventWarningCode> {
   index: number;

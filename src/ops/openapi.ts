@@ -59,6 +59,7 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
     .addTag(API_TAGS.events, 'Recent events of an app (API key with `events:read`).')
     .addTag(API_TAGS.rollups, 'Daily rollups of an app (API key with `rollups:read`).')
     .addTag(API_TAGS.privacy, 'Erasure of users’ data (API key with `privacy:write`).')
+    .addTag(API_TAGS.plans, 'Tracking plans, their dry run, and the quarantine (API key with `plans:*`).')
     .addTag(API_TAGS.key, 'What the presented API key grants (any API key).')
     .addTag(API_TAGS.operations, 'Health, readiness and metrics. No key needed; no tenant data.')
     .addBearerAuth(

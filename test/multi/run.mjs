@@ -5,7 +5,8 @@
 //
 // Shows that (a) a per-key rate limit holds across both instances together, (b) rollups computed
 // while both run are correct and gated by the advisory lock, one computation at a time, and
-// (c) a key revoked through the CLI stops working on both within 30 s. Creates a fresh database
+// (c) a key revoked through the CLI stops working on both within 30 s, and (d) a tracking plan
+// stored through one instance is applied by the other within 1 s. Creates a fresh database
 // and a unique Redis key prefix, and removes both at the end. Prints `N passed, M failed` and
 // exits non-zero on any failure.
 import { randomUUID } from 'node:crypto';
@@ -184,6 +185,55 @@ async function checkSuppression(a, b) {
     await sleep(100);
   }
   check('the deletion ends done, seen through B', status === 'done', String(status));
+const PLAN_BOUND_MS = 1_000;
+
+/**
+ * Stores a plan through `a` that rejects unplanned events, and polls `b`'s dry run (which applies
+ * the plan ingest would, from the same per-instance cache) until it rejects one. `b` has compiled
+ * the app's previous plan first, so only the notification can explain a quick change.
+ */
+async function checkPlanPropagation(a, b) {
+  const app = await cli(databaseUrl, ['apps', 'create', '--name', 'multi-plans']);
+  const key = await cli(databaseUrl, [
+    'keys',
+    'create-api',
+    '--app',
+    app.id,
+    '--scope',
+    'plans:read',
+    '--scope',
+    'plans:write',
+  ]);
+  const headers = { Authorization: `Bearer ${key.key}`, 'Content-Type': 'application/json' };
+  const probe = (instance) =>
+    http(instance.base, `/api/v1/plan/check?appId=${app.id}`, {
+      method: 'POST',
+      headers,
+      body: { events: [{ eventName: 'Plan.probe' }] },
+    });
+  const put = (instance, version, plan) =>
+    http(instance.base, `/api/v1/plan?appId=${app.id}`, {
+      method: 'PUT',
+      headers: { ...headers, 'If-Match': `"${version}"` },
+      body: plan,
+    });
+  const first = await put(a, 0, { mode: 'enforce', unplanned: 'allow' });
+  const warm = await probe(b);
+  check('a plan is stored and applied', first.status === 200 && warm.body?.accepted === 1, `${first.status}`);
+  const stored = await put(a, 1, { mode: 'enforce', unplanned: 'reject' });
+  const storedAt = Date.now();
+  let after;
+  while (after === undefined && Date.now() - storedAt < PLAN_BOUND_MS + 4_000) {
+    const res = await probe(b);
+    if (res.body?.rejected === 1 && res.body.errors?.[0]?.code === 'unplanned_event')
+      after = Date.now() - storedAt;
+    else await sleep(20);
+  }
+  check(
+    `a plan change through ${a.name} is in force on ${b.name} within 1 s`,
+    stored.status === 200 && after !== undefined && after <= PLAN_BOUND_MS,
+    after === undefined ? 'not applied' : `after ${after} ms`,
+  );
 }
 
 async function main() {
@@ -286,6 +336,9 @@ async function main() {
       [tenant.appId],
     );
     check('one total row per day in the rollups table', stored.rows[0].n === 1, `${stored.rows[0].n} row(s)`);
+
+    // (d) A tracking-plan change stored through one instance is in force on the other within 1 s.
+    await checkPlanPropagation(a, b);
 
     // (c) Revocation through the CLI reaches both instances within 30 s, caches included.
     for (const instance of instances) {

@@ -20,10 +20,14 @@ const BEYOND_SCHEMA_EVENT_CODES = new Set([
   // State, not shape: the app's distinct event names of the day.
   'too_many_event_names',
   'user_suppressed',
+  // The app's tracking plan, which the document cannot know.
+  'schema_violation',
+  'unplanned_event',
 ]);
 // Request-level rejections beyond the schema: a forged or foreign cursor, a range that is
 // empty or too long, parameters that exclude each other.
-const BEYOND_SCHEMA_REQUEST_CODES = new Set(['invalid_cursor']);
+// A tracking plan whose JSON Schemas do not compile, or a malformed If-Match.
+const BEYOND_SCHEMA_REQUEST_CODES = new Set(['invalid_cursor', 'invalid_plan', 'invalid_header']);
 
 /**
  * Tests that send requests the document cannot judge, on purpose: hostile or random input,
@@ -45,6 +49,7 @@ export const EXEMPT_TESTS: readonly string[] = [
   // Instants, from before to, the export horizon (it moves with the clock), ids of the app.
   'GET /api/v1/export errors 400 ',
   'rollups query validation: 400 invalid_query ',
+  'tracking plans GET /api/v1/plan/quality 400 for a bad range, 403 without plans:read',
   'hardening instants moved out of range by their offset ',
   'security review (OWASP API Security Top 10, 2023) API4 unrestricted resource consumption rollups: ',
 ];

@@ -15,6 +15,7 @@ import { rollupsCsv } from './csv';
 import { daysBetween } from './dates';
 import { localDaysAgo, localToday, watchAppZone } from './app-zone';
 import { fetchAllRollups, renderTopEvents, topEvents } from './top-events';
+import { DataQualityView } from './data-quality';
 
 const LIVE_INTERVAL_MS = 5_000;
 const LIVE_LIMIT = 50;
@@ -54,6 +55,8 @@ const charts = {
   users: new DailyChart($('chart-users'), 'Unique users'),
   sessions: new DailyChart($('chart-sessions'), 'Unique sessions'),
 };
+
+const dataQuality = new DataQualityView(ui.board);
 
 const state = {
   key: null as KeyInfo | null,
@@ -201,6 +204,7 @@ async function fetchRollups(): Promise<void> {
   fillEventPicker();
   render(state.days);
   renderTopEvents($<HTMLTableElement>('top-events'), state.rollups);
+  void dataQuality.load(state.key, appId, range.from, range.to);
 }
 
 const loadRollups = singleFlight(fetchRollups);

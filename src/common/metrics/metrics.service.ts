@@ -82,6 +82,12 @@ export class MetricsService {
     help: 'App-days that reached INGEST_MAX_EVENT_NAMES_PER_DAY on this instance (new names are then rejected).',
     registers: [this.registry],
   });
+  private readonly planViolations = new Counter({
+    name: 'tally_plan_violations_total',
+    help: 'Tracking-plan violations found at ingest (warnings under flag, rejections under enforce), by code.',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
   private readonly ingestWrites = new Histogram({
     name: 'tally_ingest_write_batches',
     help: 'Requests whose events were written by one ingest statement (group commit).',
@@ -223,6 +229,11 @@ export class MetricsService {
   /** An app-day refused its first new event name on this instance. */
   recordEventNameLimitReached(): void {
     this.eventNameLimitReached.inc();
+  }
+
+  /** The tracking-plan violations of one ingest request, by code. */
+  recordPlanViolations(byCode: Record<string, number>): void {
+    for (const [code, n] of Object.entries(byCode)) if (n > 0) this.planViolations.inc({ code }, n);
   }
 
   /** One committed ingest statement: how many requests and events it carried. */

@@ -1,0 +1,23 @@
+import { applyDecorators, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth } from '@nestjs/swagger';
+import { SkipThrottle } from '@nestjs/throttler';
+import { API_KEY_SCHEME, ApiReadErrors } from '@app/common/openapi';
+import { ApiKeyGuard } from '@app/auth/api-key.guard';
+import { KeyThrottlerGuard } from '@app/auth/key-throttler.guard';
+import type { Scope } from '@app/auth/key.entity';
+import { RequireScope, ScopeGuard } from '@app/auth/scope.guard';
+
+/**
+ * A plan or quarantine endpoint that takes a body: an API key (401), the key's read rate (429),
+ * then `scope` and access to `appId` (403). Unlike a read, it is not bound by the read statement
+ * timeout: a replay runs in several transactions of its own.
+ */
+export function PlanEndpoint(scope: Scope): MethodDecorator {
+  return applyDecorators(
+    ApiBearerAuth(API_KEY_SCHEME),
+    UseGuards(ApiKeyGuard, KeyThrottlerGuard, ScopeGuard),
+    SkipThrottle({ ingest: true }),
+    RequireScope(scope),
+    ApiReadErrors(scope),
+  );
+}

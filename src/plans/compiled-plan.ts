@@ -1,0 +1,97 @@
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { FloatValueRule, PlanMode, PlannedEvent, UnplannedPolicy, Violation } from './plan.types';
+
+interface CompiledDefinition {
+  floatValue: FloatValueRule;
+  /** null: the definition has no payload schema. */
+  validate: ValidateFunction | null;
+}
+
+/** A JSON Pointer of the payload (`/plan`) as a path in the event (`payload.plan`). */
+function payloadPath(pointer: string): string {
+  if (pointer === '') return 'payload';
+  return (
+    'payload' +
+    pointer
+      .split('/')
+      .slice(1)
+      .map((p) => '.' + p.replace(/~1/g, '/').replace(/~0/g, '~'))
+      .join('')
+  );
+}
+
+/**
+ * One Ajv error as a violation: the path in the event, and a message that ends with the rule's
+ * keyword in parentheses (`payload.plan must be string (type).`).
+ */
+export function toViolation(e: ErrorObject): Violation {
+  let field = payloadPath(e.instancePath);
+  const params = e.params as Record<string, unknown>;
+  if (typeof params.missingProperty === 'string') field += '.' + params.missingProperty;
+  if (typeof params.additionalProperty === 'string') field += '.' + params.additionalProperty;
+  let detail = e.message ?? 'is invalid';
+  if (e.keyword === 'enum' && Array.isArray(params.allowedValues)) {
+    detail += ': ' + params.allowedValues.map((v) => JSON.stringify(v)).join(', ');
+  }
+  if (e.keyword === 'required') detail = 'is required';
+  if (e.keyword === 'additionalProperties') detail = 'is not allowed';
+  return { field, code: 'schema_violation', message: `${field} ${detail} (${e.keyword}).` };
+}
+
+/**
+ * One version of an app's plan, with each event definition's payload schema compiled once.
+ * Shared by every request of the app until the plan changes.
+ */
+export class CompiledPlan {
+  constructor(
+    readonly version: number,
+    readonly mode: PlanMode,
+    readonly unplanned: UnplannedPolicy,
+    private readonly definitions: Map<string, CompiledDefinition>,
+  ) {}
+
+  /** Whether the plan is applied at all (`off` plans are stored only). */
+  get active(): boolean {
+    return this.mode !== 'off';
+  }
+
+  /** The rules `event` breaks, or null when it follows the plan. */
+  check(event: PlannedEvent): Violation[] | null {
+    const def = this.definitions.get(event.eventName);
+    if (def === undefined) {
+      if (this.unplanned === 'allow') return null;
+      return [
+        {
+          field: 'eventName',
+          code: 'unplanned_event',
+          message: `The tracking plan does not list the event ${JSON.stringify(event.eventName)} (unplanned).`,
+        },
+      ];
+    }
+    let out: Violation[] | null = null;
+    if (def.floatValue !== 'optional') {
+      const present = event.floatValue !== null;
+      if (def.floatValue === 'required' && !present) {
+        out = [
+          { field: 'floatValue', code: 'schema_violation', message: 'floatValue is required (floatValue).' },
+        ];
+      } else if (def.floatValue === 'forbidden' && present) {
+        out = [
+          { field: 'floatValue', code: 'schema_violation', message: 'floatValue is forbidden (floatValue).' },
+        ];
+      }
+    }
+    const validate = def.validate;
+    if (validate !== null && !validate(event.payload ?? {})) {
+      out ??= [];
+      for (const e of validate.errors!) out.push(toViolation(e));
+    }
+    return out;
+  }
+
+  /** Whether these violations reject the event (otherwise they are warnings). */
+  rejects(violations: Violation[]): boolean {
+    if (this.mode !== 'enforce') return false;
+    return violations[0].code !== 'unplanned_event' || this.unplanned === 'reject';
+  }
+}

@@ -1,0 +1,221 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { microsLiteral, type CursorPosition } from '@app/common/reads/cursor';
+import type { Rejection } from './plan-gate';
+import type { QuarantineEvent, QuarantineFilters, QuarantineRow } from './quarantine.types';
+
+const PARTITION_NAME = /^quarantine_p(\d{4})(\d{2})(\d{2})$/;
+
+const COLUMNS = `id::text AS id, app_id, (extract(epoch FROM received_at) * 1000000)::bigint::text AS received_us,
+  floor(extract(epoch FROM ts) * 1000)::bigint::text AS ts_ms, event_time::text AS event_time, event_name,
+  event_id, anonymous_user_id, session_id, is_test_mode, platform, app_version, build_number, os_version,
+  device_model, locale, timezone, float_value, payload_json AS payload, code, violations`;
+
+interface Row {
+  id: string;
+  app_id: string;
+  received_us: string;
+  ts_ms: string;
+  event_time: string | null;
+  event_name: string;
+  event_id: string | null;
+  anonymous_user_id: string | null;
+  session_id: string | null;
+  is_test_mode: boolean;
+  platform: string | null;
+  app_version: string | null;
+  build_number: string | null;
+  os_version: string | null;
+  device_model: string | null;
+  locale: string | null;
+  timezone: string | null;
+  float_value: number | null;
+  payload: QuarantineEvent['payload'];
+  code: QuarantineRow['code'];
+  violations: QuarantineRow['violations'];
+}
+
+function toRow(r: Row): QuarantineRow {
+  return {
+    id: r.id,
+    appId: r.app_id,
+    receivedUs: BigInt(r.received_us),
+    ts: Number(r.ts_ms),
+    eventTime: r.event_time === null ? null : Number(r.event_time),
+    eventName: r.event_name,
+    eventId: r.event_id,
+    anonymousUserId: r.anonymous_user_id,
+    sessionId: r.session_id,
+    isTestMode: r.is_test_mode,
+    platform: r.platform,
+    appVersion: r.app_version,
+    buildNumber: r.build_number,
+    osVersion: r.os_version,
+    deviceModel: r.device_model,
+    locale: r.locale,
+    timezone: r.timezone,
+    floatValue: r.float_value,
+    payload: r.payload,
+    code: r.code,
+    violations: r.violations,
+  };
+}
+
+/** WHERE clauses for an app, the filters and a position (newest first, or oldest first). */
+function whereOf(
+  appId: string,
+  filters: QuarantineFilters,
+  after: CursorPosition | null,
+  newestFirst: boolean,
+) {
+  const params: unknown[] = [appId];
+  const where = ['app_id = $1'];
+  if (filters.eventName !== undefined) where.push(`event_name = $${params.push(filters.eventName)}`);
+  if (filters.code !== undefined) where.push(`code = $${params.push(filters.code)}`);
+  if (after) {
+    const op = newestFirst ? '<' : '>';
+    params.push(microsLiteral(after.receivedUs), after.id.toString());
+    where.push(`(received_at, id) ${op} ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
+  }
+  return { params, where: where.join(' AND ') };
+}
+
+/**
+ * The quarantine: events a tracking plan rejected under `enforce`, kept as they would have been
+ * stored, in daily partitions of their receive time. The only code with SQL on `quarantine`;
+ * nothing that reads events, rollups or exports touches it.
+ */
+@Injectable()
+export class QuarantineRepository {
+  constructor(@InjectDataSource() private readonly db: DataSource) {}
+
+  /** Stores the rejected events of one request. */
+  async insert(appId: string, receivedAt: number, rejected: Rejection<QuarantineEvent>[]): Promise<void> {
+    if (!rejected.length) return;
+    const rows = rejected.map(({ event: e, code, violations }) => ({
+      ts: e.ts,
+      event_time: e.eventTime,
+      event_name: e.eventName,
+      event_id: e.eventId,
+      anonymous_user_id: e.anonymousUserId,
+      session_id: e.sessionId,
+      is_test_mode: e.isTestMode,
+      platform: e.platform,
+      app_version: e.appVersion,
+      build_number: e.buildNumber,
+      os_version: e.osVersion,
+      device_model: e.deviceModel,
+      locale: e.locale,
+      timezone: e.timezone,
+      float_value: e.floatValue,
+      payload: e.payload,
+      code,
+      violations,
+    }));
+    await this.db.query(
+      `INSERT INTO quarantine (app_id, received_at, ts, event_time, event_name, event_id, anonymous_user_id,
+                               session_id, is_test_mode, platform, app_version, build_number, os_version,
+                               device_model, locale, timezone, float_value, payload_json, code, violations)
+       SELECT $1, to_timestamp($2::float8 / 1000), to_timestamp(r.ts::float8 / 1000), r.event_time, r.event_name,
+              r.event_id, r.anonymous_user_id, r.session_id, r.is_test_mode, r.platform, r.app_version,
+              r.build_number, r.os_version, r.device_model, r.locale, r.timezone, r.float_value, r.payload,
+              r.code, r.violations
+         FROM json_to_recordset($3::json) AS r(ts bigint, event_time bigint, event_name text, event_id text,
+              anonymous_user_id text, session_id text, is_test_mode boolean, platform text, app_version text,
+              build_number text, os_version text, device_model text, locale text, timezone text,
+              float_value float8, payload json, code text, violations jsonb)`,
+      [appId, receivedAt, JSON.stringify(rows)],
+    );
+  }
+
+  /** One page of an app's quarantine, newest first by (received_at, id), strictly after `after`. */
+  async page(appId: string, filters: QuarantineFilters, after: CursorPosition | null, limit: number) {
+    const { params, where } = whereOf(appId, filters, after, true);
+    params.push(limit);
+    const rows = (await this.db.query(
+      `SELECT ${COLUMNS} FROM quarantine WHERE ${where}
+        ORDER BY quarantine.received_at DESC, quarantine.id DESC LIMIT $${params.length}`,
+      params,
+    )) as Row[];
+    return rows.map(toRow);
+  }
+
+  /**
+   * Runs `fn` in one transaction on the next `limit` rows after `after`, oldest first, locked so
+   * that a concurrent replay skips them; deletes the rows `fn` returns, then commits. Rows
+   * another transaction holds are skipped.
+   */
+  async withChunk<T>(
+    appId: string,
+    filters: QuarantineFilters,
+    after: CursorPosition | null,
+    limit: number,
+    fn: (rows: QuarantineRow[], manager: EntityManager) => Promise<{ remove: QuarantineRow[]; result: T }>,
+  ): Promise<{ rows: QuarantineRow[]; result: T }> {
+    return this.db.transaction(async (manager) => {
+      const { params, where } = whereOf(appId, filters, after, false);
+      params.push(limit);
+      const rows = (
+        (await manager.query(
+          `SELECT ${COLUMNS} FROM quarantine WHERE ${where}
+            ORDER BY quarantine.received_at, quarantine.id LIMIT $${params.length}
+            FOR UPDATE SKIP LOCKED`,
+          params,
+        )) as Row[]
+      ).map(toRow);
+      const { remove, result } = await fn(rows, manager);
+      if (remove.length) {
+        await manager.query(
+          `DELETE FROM quarantine q USING unnest($2::timestamptz[], $3::bigint[]) AS k(received_at, id)
+            WHERE q.app_id = $1 AND q.received_at = k.received_at AND q.id = k.id`,
+          [appId, remove.map((r) => microsLiteral(r.receivedUs)), remove.map((r) => r.id)],
+        );
+      }
+      return { rows, result };
+    });
+  }
+
+  /** Deletes the quarantined events of these users of the app (erasure); returns how many. */
+  async deleteUsers(appId: string, anonymousUserIds: string[], manager?: EntityManager): Promise<number> {
+    if (!anonymousUserIds.length) return 0;
+    const rows = (await (manager ?? this.db.manager).query(
+      `WITH gone AS (DELETE FROM quarantine WHERE app_id = $1 AND anonymous_user_id = ANY($2::text[]) RETURNING 1)
+       SELECT count(*)::int AS n FROM gone`,
+      [appId, anonymousUserIds],
+    )) as { n: number }[];
+    return rows[0].n;
+  }
+
+  /** The days that have a partition, as `YYYY-MM-DD`, with the partition's name. */
+  async partitions(): Promise<{ name: string; day: string }[]> {
+    const rows = (await this.db.query(
+      `SELECT c.relname AS name FROM pg_inherits i
+         JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+        WHERE p.relname = 'quarantine'`,
+    )) as { name: string }[];
+    return rows.flatMap(({ name }) => {
+      const m = PARTITION_NAME.exec(name);
+      return m ? [{ name, day: `${m[1]}-${m[2]}-${m[3]}` }] : [];
+    });
+  }
+
+  /** Creates the partition of one UTC day (`YYYY-MM-DD`) if missing; safe to race. */
+  async createPartition(day: string, nextDay: string): Promise<void> {
+    const name = `quarantine_p${day.replace(/-/g, '')}`;
+    try {
+      await this.db.query(
+        `CREATE TABLE IF NOT EXISTS ${name} PARTITION OF quarantine
+           FOR VALUES FROM ('${day} 00:00:00+00') TO ('${nextDay} 00:00:00+00')`,
+      );
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code !== '42P07' && code !== '23505') throw err;
+    }
+  }
+
+  async dropPartition(name: string): Promise<void> {
+    if (!PARTITION_NAME.test(name)) throw new Error(`not a quarantine partition: ${name}`);
+    await this.db.query(`DROP TABLE IF EXISTS ${name}`);
+  }
+}

@@ -1,0 +1,109 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Interval } from '@nestjs/schedule';
+import { decodeCursor, encodeCursor } from '@app/common/reads/cursor';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { cursorPosition } from '@app/common/reads/signed-cursor';
+import { presentEventId } from '@app/common/event-ids';
+import { DAY_MS, HOUR_MS, utcDateString } from '@app/common/time';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
+import type { QuarantineRecord } from './quarantine.dto';
+import { QuarantineRepository } from './quarantine.repository';
+import type { QuarantineFilters, QuarantineRow } from './quarantine.types';
+
+export interface QuarantinePage {
+  events: QuarantineRecord[];
+  nextCursor: string | null;
+}
+
+/** A quarantined event as answers show it; its id is opaque, as an event record's is. */
+export function toQuarantineRecord(secret: Buffer, row: QuarantineRow): QuarantineRecord {
+  return {
+    id: presentEventId(secret, row.appId, row.id),
+    appId: row.appId,
+    eventName: row.eventName,
+    anonymousUserId: row.anonymousUserId,
+    sessionId: row.sessionId,
+    eventTime: row.eventTime,
+    timestamp: row.ts,
+    receivedAt: Number(row.receivedUs / 1000n),
+    eventId: row.eventId,
+    isTestMode: row.isTestMode,
+    platform: row.platform,
+    appVersion: row.appVersion,
+    buildNumber: row.buildNumber,
+    osVersion: row.osVersion,
+    deviceModel: row.deviceModel,
+    locale: row.locale,
+    timezone: row.timezone,
+    floatValue: row.floatValue,
+    payload: row.payload,
+    code: row.code,
+    violations: row.violations,
+  };
+}
+
+/** Reading the quarantine, and the upkeep of its daily partitions. */
+@Injectable()
+export class QuarantineService implements OnApplicationBootstrap {
+  private readonly logger = new Logger('Quarantine');
+  constructor(
+    private readonly quarantine: QuarantineRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly secrets: CursorSecretRepository,
+  ) {}
+
+  /** Newest first, with the events' cursor (bound to the app and the filters). */
+  async list(appId: string, filters: QuarantineFilters, cursor: string | undefined, limit: number) {
+    const binding = JSON.stringify(['quarantine', appId, filters.eventName ?? null, filters.code ?? null]);
+    const secret = await this.secrets.cursorSecret();
+    const after = cursorPosition(cursor, (token) => decodeCursor(secret, appId, binding, token));
+    const rows = await this.quarantine.page(appId, filters, after, limit + 1);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    const nextCursor =
+      rows.length > limit
+        ? encodeCursor(secret, appId, binding, { receivedUs: last.receivedUs, id: BigInt(last.id) })
+        : null;
+    return {
+      events: page.map((row) => toQuarantineRecord(secret, row)),
+      nextCursor,
+    } satisfies QuarantinePage;
+  }
+
+  /** Erasure: deletes the quarantined events of these users of the app; returns how many. */
+  deleteUsers(appId: string, anonymousUserIds: string[]): Promise<number> {
+    return this.quarantine.deleteUsers(appId, anonymousUserIds);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.maintain(Date.now());
+  }
+
+  @Interval('quarantine-maintenance', HOUR_MS)
+  async scheduled(): Promise<void> {
+    try {
+      await this.maintain(Date.now());
+    } catch (err) {
+      this.logger.error(`quarantine maintenance failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** Creates the partitions of today and the next two days; drops those past QUARANTINE_DAYS. */
+  async maintain(now: number): Promise<{ dropped: string[] }> {
+    const existing = await this.quarantine.partitions();
+    const days = new Set(existing.map((p) => p.day));
+    for (let d = 0; d < 3; d++) {
+      const day = utcDateString(now + d * DAY_MS);
+      if (!days.has(day)) await this.quarantine.createPartition(day, utcDateString(now + (d + 1) * DAY_MS));
+    }
+    const cutoff = utcDateString(now - this.config.quarantineDays * DAY_MS);
+    const dropped: string[] = [];
+    for (const p of existing) {
+      if (p.day < cutoff) {
+        await this.quarantine.dropPartition(p.name);
+        dropped.push(p.name);
+      }
+    }
+    return { dropped };
+  }
+}
