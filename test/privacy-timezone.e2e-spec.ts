@@ -9,14 +9,15 @@ import { useTestApp } from './support/test-app';
 const ZONE = 'America/New_York';
 const HOUR = 3_600_000;
 
-describe('erasure in an app with its own time zone', () => {
-  const t = useTestApp();
+describe('erasure in an app with its own time zone, and in the export', () => {
+  // A short export horizon, so that the events just sent can be exported at once.
+  const t = useTestApp({ EXPORT_SETTLE_MS: '200' });
 
   it('recomputes the local days the erased events touched, leaving rows equal to a fresh computation', async () => {
     const app = await t.app.get(AppsService).create('Erasure in New York', TEST_ACTOR, ZONE);
     const ingestKey = (await makeIngestKey(t.app, app.id)).key;
     const readKey = (await makeApiKey(t.app, [app.id], ['rollups:read'])).key;
-    const privacyKey = (await makeApiKey(t.app, [app.id], ['privacy:write'])).key;
+    const privacyKey = (await makeApiKey(t.app, [app.id], ['privacy:write', 'events:export'])).key;
     // Local midnight that began today in New York: events either side of it, and of the one before.
     const today = localDateString(Date.now(), ZONE);
     const midnight = localDayStart(today, ZONE);
@@ -60,6 +61,16 @@ describe('erasure in an app with its own time zone', () => {
     expect(after.filter((r) => r.eventName === null).map((r) => r.uniqueUsers)).toEqual(
       after.filter((r) => r.eventName === null).map(() => 1),
     );
+    // The export holds none of the user's events, and all of the others'.
+    const exported = await request(t.http)
+      .get(`/api/v1/export?appId=${app.id}&from=0`)
+      .set(bearer(privacyKey));
+    expect(exported.status).toBe(200);
+    const users = exported.text
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { anonymousUserId: string }).anonymousUserId);
+    expect(users).toEqual(times.map(() => 'kept-1'));
     // A fresh computation of every day changes nothing.
     await rollups.compute({ appId: app.id });
     expect(await read()).toEqual(after);

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { PartitionRepository } from '@app/storage/partition.repository';
 import { RollupsService } from '@app/rollups/rollups.service';
+import { QuarantineRepository } from '@app/plans/quarantine.repository';
 import { DeletionRepository } from './deletion.repository';
 import { EventErasureRepository } from './event-erasure.repository';
 
@@ -62,6 +63,23 @@ export class EventsErasureStep implements ErasureStep {
         await target.pace(Date.now() - started);
       }
     }
+    return true;
+  }
+}
+
+/**
+ * The users' events that a tracking plan rejected into the quarantine. It keeps at most
+ * QUARANTINE_DAYS of events, so one statement takes them all; running it again deletes nothing.
+ */
+@Injectable()
+export class QuarantineErasureStep implements ErasureStep {
+  readonly name = 'quarantine';
+
+  constructor(private readonly quarantine: QuarantineRepository) {}
+
+  async run(target: ErasureTarget): Promise<boolean> {
+    if (target.stopping()) return false;
+    await this.quarantine.deleteUsers(target.appId, target.userIds);
     return true;
   }
 }

@@ -7,7 +7,8 @@ import { PartitionRepository } from '@app/storage/partition.repository';
 import { DeletionRepository } from './deletion.repository';
 import { DeletionJob, deletionEnded } from './deletion-job';
 import { DeletionsService, DeletionView, deletionView } from './deletions.service';
-import { EventsErasureStep, RollupsErasureStep } from './erasure-steps';
+import { EventsErasureStep, QuarantineErasureStep, RollupsErasureStep } from './erasure-steps';
+import { QuarantineRepository } from '@app/plans/quarantine.repository';
 import { EventErasureRepository } from './event-erasure.repository';
 import { SuppressionRepository } from './suppression.repository';
 import { SuppressionsService } from './suppressions.service';
@@ -40,6 +41,7 @@ export function buildCliPrivacy(
   const deletions = new DeletionsService(deletionRepo, suppressions, apps, audit);
   const steps = [
     new EventsErasureStep(new PartitionRepository(db), new EventErasureRepository(db)),
+    new QuarantineErasureStep(new QuarantineRepository(db)),
     new RollupsErasureStep(deletionRepo, rollups),
   ];
   const job = new DeletionJob(deletionRepo, steps, { ended: deletionEnded(audit), pausePercent });

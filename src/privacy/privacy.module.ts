@@ -8,7 +8,8 @@ import { StorageModule } from '@app/storage/storage.module';
 import { DeletionRepository } from './deletion.repository';
 import { DeletionsController } from './deletions.controller';
 import { DeletionsService } from './deletions.service';
-import { ERASURE_STEPS, EventsErasureStep, RollupsErasureStep } from './erasure-steps';
+import { ERASURE_STEPS, EventsErasureStep, QuarantineErasureStep, RollupsErasureStep } from './erasure-steps';
+import { PlansModule } from '@app/plans/plans.module';
 import { EventErasureRepository } from './event-erasure.repository';
 import { PrivacyListener } from './privacy.listener';
 import { PrivacyMetrics } from './privacy.metrics';
@@ -17,11 +18,19 @@ import { SuppressionsService } from './suppressions.service';
 
 /**
  * Erasure of users' data and the suppression list (docs/security.md, "Privacy"). The erasure
- * steps run in the order of ERASURE_STEPS: events first, rollups last (they are recomputed from
+ * steps run in the order of ERASURE_STEPS: events and the quarantine first, rollups last (they are recomputed from
  * what remains). A store that holds event rows adds its step before `rollups`.
  */
 @Module({
-  imports: [AuthModule, RateLimitModule, MetricsModule, UserSuppressionsModule, RollupsModule, StorageModule],
+  imports: [
+    AuthModule,
+    RateLimitModule,
+    MetricsModule,
+    UserSuppressionsModule,
+    RollupsModule,
+    StorageModule,
+    PlansModule,
+  ],
   controllers: [DeletionsController],
   providers: [
     DeletionRepository,
@@ -32,11 +41,16 @@ import { SuppressionsService } from './suppressions.service';
     PrivacyMetrics,
     PrivacyListener,
     EventsErasureStep,
+    QuarantineErasureStep,
     RollupsErasureStep,
     {
       provide: ERASURE_STEPS,
-      useFactory: (events: EventsErasureStep, rollups: RollupsErasureStep) => [events, rollups],
-      inject: [EventsErasureStep, RollupsErasureStep],
+      useFactory: (
+        events: EventsErasureStep,
+        quarantine: QuarantineErasureStep,
+        rollups: RollupsErasureStep,
+      ) => [events, quarantine, rollups],
+      inject: [EventsErasureStep, QuarantineErasureStep, RollupsErasureStep],
     },
   ],
 })
