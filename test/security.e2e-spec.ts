@@ -644,6 +644,11 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
         '/api/v1/events',
         '/api/v1/export',
         '/api/v1/key',
+        '/api/v1/plan',
+        '/api/v1/plan/check',
+        '/api/v1/plan/quality',
+        '/api/v1/quarantine',
+        '/api/v1/quarantine/replay',
         '/api/v1/rollups',
       ]);
       expect(Object.keys(res.body.paths['/api/ingest'])).toEqual(['post']);

@@ -44,6 +44,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the app's tracking plan
+         * @description Needs the scope `plans:read`.
+         */
+        get: operations["PlanController_get"];
+        /**
+         * Replace the app's tracking plan
+         * @description Needs the scope `plans:write`. Stores a new version when `If-Match` names the current one; every instance applies it within a second.
+         */
+        put: operations["PlanController_put"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/plan/quality": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Data quality under the tracking plan
+         * @description Needs the scope `plans:read`. Per event name over the UTC days `fromDate`–`toDate` (default: the last 7 days, at most 366): the events the plan accepted, flagged and rejected, and the rules broken most often. Counted while a plan in mode flag or enforce applies.
+         */
+        get: operations["PlanController_getQuality"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/plan/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check events against a plan (dry run)
+         * @description Needs the scope `plans:read`. Answers the batch metering result that POST /api/ingest would give under the plan in the body, or the stored one. Nothing is stored, counted or metered.
+         */
+        post: operations["PlanController_check"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quarantine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List quarantined events
+         * @description Needs the scope `events:read`. Newest first, paged like GET /api/v1/events.
+         */
+        get: operations["QuarantineController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/quarantine/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay quarantined events against the current plan
+         * @description Needs the scope `plans:write`. Events that now pass are stored exactly once (the dedup window applies) and leave the quarantine, one transaction per chunk. Safe to run twice or concurrently.
+         */
+        post: operations["QuarantineController_replay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -227,7 +331,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_json" | "invalid_body" | "invalid_query" | "invalid_cursor" | "unsupported_encoding" | "invalid_header" | "malformed_request" | "invalid_key" | "wrong_key_type" | "insufficient_scope" | "app_forbidden" | "not_found" | "body_timeout" | "request_timeout" | "conflict" | "expectation_failed" | "headers_too_large" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_auth_failures" | "service_unavailable" | "query_timeout" | "internal_error";
+            code: "invalid_json" | "invalid_body" | "invalid_query" | "invalid_cursor" | "unsupported_encoding" | "invalid_header" | "malformed_request" | "invalid_plan" | "invalid_key" | "wrong_key_type" | "insufficient_scope" | "app_forbidden" | "not_found" | "body_timeout" | "request_timeout" | "conflict" | "expectation_failed" | "headers_too_large" | "version_conflict" | "precondition_required" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_auth_failures" | "service_unavailable" | "query_timeout" | "internal_error";
             /** @description Also sent as the `X-Request-Id` header. */
             requestId: string;
             errors?: components["schemas"]["FieldError"][];
@@ -331,7 +435,7 @@ export interface components {
              * @description Why the event was rejected. Do not retry it.
              * @enum {string}
              */
-            code: "missing_field" | "invalid_type" | "invalid_value" | "too_long" | "too_many_keys" | "nested_value" | "event_too_large" | "event_too_old" | "pii_detected" | "unstorable_value" | "too_many_event_names" | "user_suppressed";
+            code: "missing_field" | "invalid_type" | "invalid_value" | "too_long" | "too_many_keys" | "nested_value" | "event_too_large" | "event_too_old" | "pii_detected" | "unstorable_value" | "too_many_event_names" | "user_suppressed" | "schema_violation" | "unplanned_event";
         };
         EventWarningDto: {
             /** @description Position of the event in the batch, from 0. */
@@ -348,7 +452,7 @@ export interface components {
              * @description What was changed or ignored; the event was kept.
              * @enum {string}
              */
-            code: "ignored_field" | "invalid_format" | "null_value_dropped" | "unlinked" | "pii_redacted" | "pii_pseudonymised" | "clock_skew_corrected" | "future_time_clamped";
+            code: "ignored_field" | "invalid_format" | "null_value_dropped" | "unlinked" | "pii_redacted" | "pii_pseudonymised" | "clock_skew_corrected" | "future_time_clamped" | "schema_violation" | "unplanned_event";
         };
         IngestResultDto: {
             /** @description Events in the batch: accepted + duplicates + rejected. */
@@ -390,6 +494,8 @@ export interface components {
                 unstorable_value?: number;
                 too_many_event_names?: number;
                 user_suppressed?: number;
+                schema_violation?: number;
+                unplanned_event?: number;
             };
             /**
              * @description Warnings of the accepted events by code, including those past the listed ones. A code that did not occur is absent.
@@ -406,7 +512,114 @@ export interface components {
                 pii_pseudonymised?: number;
                 clock_skew_corrected?: number;
                 future_time_clamped?: number;
+                schema_violation?: number;
+                unplanned_event?: number;
             };
+        };
+        EventDefinitionDto: {
+            description?: string;
+            /**
+             * @default optional
+             * @enum {string}
+             */
+            floatValue: "optional" | "required" | "forbidden";
+            /** @description A JSON Schema (draft 2020-12) of the payload object. Patterns run on a linear-time engine (RE2 syntax). */
+            payload?: {
+                [key: string]: unknown;
+            };
+        };
+        PlanBodyDto: {
+            /** @enum {string} */
+            mode: "off" | "flag" | "enforce";
+            /**
+             * @default allow
+             * @enum {string}
+             */
+            unplanned: "allow" | "flag" | "reject";
+            /** @description Event definitions by event name. */
+            events?: {
+                [key: string]: components["schemas"]["EventDefinitionDto"];
+            };
+        };
+        PlanDto: {
+            /** Format: uuid */
+            appId: string;
+            /** @description The plan version (also the ETag); 0 when the app has no plan. */
+            version: number;
+            /** @enum {string} */
+            mode: "off" | "flag" | "enforce";
+            /** @enum {string} */
+            unplanned: "allow" | "flag" | "reject";
+            events: {
+                [key: string]: components["schemas"]["EventDefinitionDto"];
+            };
+            /** @description When this version was stored, epoch ms. */
+            createdAt: number | null;
+        };
+        RuleCountDto: {
+            /** @description The path in the event, e.g. `payload.plan`. */
+            field: string;
+            /** @description The rule: a JSON Schema keyword, `floatValue` or `unplanned`. */
+            rule: string;
+            count: number;
+        };
+        EventQualityDto: {
+            eventName: string;
+            /** @description Events the plan accepted, the flagged ones included. */
+            accepted: number;
+            /** @description Events accepted with violations (mode flag). */
+            flagged: number;
+            /** @description Events the plan rejected (mode enforce). */
+            rejected: number;
+            /** @description The five rules broken most often. */
+            topRules: components["schemas"]["RuleCountDto"][];
+        };
+        ViolationDto: {
+            /** @description The path in the event, e.g. `payload.plan` or `floatValue`. */
+            field: string;
+            /** @enum {string} */
+            code: "schema_violation" | "unplanned_event";
+            /** @description The rule broken. */
+            message: string;
+        };
+        QuarantineRecord: {
+            /** @description Server-assigned id, opaque and specific to the app: 22 base64url characters. Stable for an event; its order and value say nothing about other events or apps. */
+            id: string;
+            /** Format: uuid */
+            appId: string;
+            eventName: string;
+            anonymousUserId: string | null;
+            sessionId: string | null;
+            /** @description eventTime as the client sent it, epoch ms. */
+            eventTime: number | null;
+            /** @description Effective event time (after clock correction), epoch ms. */
+            timestamp: number;
+            /** @description When the service accepted the event, epoch ms. */
+            receivedAt: number;
+            eventId: string | null;
+            isTestMode: boolean;
+            platform: string | null;
+            appVersion: string | null;
+            buildNumber: string | null;
+            osVersion: string | null;
+            deviceModel: string | null;
+            locale: string | null;
+            timezone: string | null;
+            floatValue: number | null;
+            payload: {
+                [key: string]: string | number | boolean;
+            } | null;
+            /** @enum {string} */
+            code: "schema_violation" | "unplanned_event";
+            violations: components["schemas"]["ViolationDto"][];
+        };
+        ReplayResultDto: {
+            /** @description Events that now pass the plan, stored and removed from the quarantine. */
+            replayed: number;
+            /** @description Events already stored (same eventId in the dedup window); removed from the quarantine. */
+            duplicates: number;
+            /** @description Events that still break the plan; they stay in the quarantine. */
+            stillRejected: number;
         };
         EventRecordDto: {
             /** @description Server-assigned id, opaque and specific to the app: 22 base64url characters. Stable for an event; its order and value say nothing about other events or apps. */
@@ -676,6 +889,633 @@ export interface operations {
                 };
             };
             /** @description The database is unavailable, or the instance already holds INGEST_MAX_INFLIGHT_BYTES of ingest bodies; nothing stored. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    PlanController_get: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The current plan; version 0 and mode `off` when the app has none. `ETag` is `"<version>"`. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    /** @description The version, quoted. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanDto"];
+                };
+            };
+            /** @description Invalid query parameters (`invalid_query`, with `errors`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `plans:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    PlanController_put: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+            };
+            header: {
+                /** @description The ETag of the plan read, e.g. `"3"` (`"0"` for none). */
+                "If-Match": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PlanBodyDto"];
+            };
+        };
+        responses: {
+            /** @description The stored version. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanDto"];
+                };
+            };
+            /** @description Invalid query (`invalid_query`), JSON (`invalid_json`), If-Match (`invalid_header`), or plan (`invalid_plan`, with `problems`: every `path` and `message`); nothing stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `plans:write` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match names an older version (`version_conflict`, with `currentVersion`). */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match is missing (`precondition_required`). */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    PlanController_getQuality: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+                /** @description First UTC day, inclusive. Default: 6 days before toDate. */
+                fromDate?: string;
+                /** @description Last UTC day, inclusive. Default: today (UTC). */
+                toDate?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventQualityDto"][];
+                };
+            };
+            /** @description Invalid query parameters (`invalid_query`, with `errors`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `plans:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    PlanController_check: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Events as POST /api/ingest takes them. */
+                    events: Record<string, never>[];
+                    /** @description As for POST /api/ingest. */
+                    sentAt?: number;
+                    /** @description The plan to check against; the stored one when absent. */
+                    plan?: components["schemas"]["PlanBodyDto"];
+                };
+            };
+        };
+        responses: {
+            /** @description The result ingest would give. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IngestResultDto"];
+                };
+            };
+            /** @description Invalid query (`invalid_query`), JSON (`invalid_json`), envelope (`invalid_body`) or plan (`invalid_plan`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `plans:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description More than INGEST_MAX_EVENTS events or INGEST_MAX_BYTES bytes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content-Type is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    QuarantineController_list: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+                limit?: number;
+                /** @description The X-Next-Cursor of the previous page. */
+                cursor?: string;
+                eventName?: string;
+                code?: "schema_violation" | "unplanned_event";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Quarantined events with their `code` and `violations`. `Link` and `X-Next-Cursor` name the next page. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuarantineRecord"][];
+                };
+            };
+            /** @description Invalid query parameters (`invalid_query`) or a tampered `cursor` (`invalid_cursor`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `events:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    QuarantineController_replay: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Which quarantined events to check again; `{}` for all. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    eventName?: string;
+                    /** @enum {string} */
+                    code?: "schema_violation" | "unplanned_event";
+                };
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayResultDto"];
+                };
+            };
+            /** @description Invalid query (`invalid_query`), JSON (`invalid_json`) or body (`invalid_body`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `plans:write` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A body that is not application/json. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
