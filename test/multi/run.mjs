@@ -185,6 +185,8 @@ async function checkSuppression(a, b) {
     await sleep(100);
   }
   check('the deletion ends done, seen through B', status === 'done', String(status));
+}
+
 const PLAN_BOUND_MS = 1_000;
 
 /**

@@ -59,6 +59,9 @@ describe('TallyReader', () => {
     ]);
   });
 
+});
+
+describe('TallyReader errors', () => {
   it('turns an error answer into a TallyError, and retries a 429 after Retry-After', async () => {
     let calls = 0;
     const sleeps: number[] = [];
