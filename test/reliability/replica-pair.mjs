@@ -38,7 +38,6 @@ const SKIP_FILES = new Set([
   'recovery.signal',
 ]);
 
-
 // Clusters this process started; none may outlive it (pg_ctl starts PostgreSQL detached).
 const running = new Set();
 process.on('exit', () => {

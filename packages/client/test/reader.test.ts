@@ -58,7 +58,6 @@ describe('TallyReader', () => {
       'http://tally.test/api/v1/rollups?appId=a&range=30d&cursor=r1',
     ]);
   });
-
 });
 
 describe('TallyReader errors', () => {
