@@ -9,6 +9,7 @@
 //    (dirtyMarkArrays) per event, in UTC and in America/New_York.
 // It runs on a temporary embedded PostgreSQL of its own.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { ensure, makeTemporaryDir, stop as stopCluster } from '../../src/database/embedded-pg.mjs';
@@ -178,7 +179,8 @@ export async function timezonesBenchmarkMain({ root, log }) {
 
     const section = {
       measuredAt: new Date().toISOString(),
-      note: 'Shared 2-core machine under load from other work: indicative figures only.',
+      note: 'One run; the machine load average at the end is loadAverage.',
+      loadAverage: os.loadavg()[0],
       events: total,
       days: DAYS,
       zone: ZONE,
