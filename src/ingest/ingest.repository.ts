@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
-import { BinaryArrayWriter, ElementType, uuidBytes } from '@app/database/binary-arrays';
 import type { AcceptedEvent } from './ingest.types';
 import { dirtyMarkArrays } from './dirty-marks';
+import { columnArrays, ColumnType, INGEST_COLUMNS } from './ingest-columns';
 
 // One statement does the whole write of one or more batches, so it is one transaction and one
 // round trip. Each input row carries its own app and receive time, because the writer puts the
@@ -15,40 +15,48 @@ import { dirtyMarkArrays } from './dirty-marks';
 //    index and then sees the conflict, so exactly one copy is stored.
 //  - `stored` inserts the events with no eventId or a freshly claimed one.
 //  - `dirty` marks each (app, local day) that received events, for the rollup task: the day in
-//    the app's time zone, named before the statement ($20-$22, see dirtyMarkArrays). It runs
-//    last, after every row is written, and checks that the statement took at most $23 ms, what
-//    was left of the oldest batch's commit budget when it was sent (tally_ingest_in_time raises
-//    otherwise), so that no event commits later than that after its receivedAt: the export
-//    horizon rests on it (docs/decisions.md).
+//    the app's time zone, named before the statement (the three parameters after the dedup
+//    window, see dirtyMarkArrays). It runs last, after every row is written, and checks that the
+//    statement took at most the last parameter's ms, what was left of the oldest batch's commit
+//    budget when it was sent (tally_ingest_in_time raises otherwise), so that no event commits
+//    later than that after its receivedAt: the export horizon rests on it (docs/decisions.md).
 //  - The result lists the input positions (1-based) whose eventId was a duplicate.
-// The 18 arrays arrive in PostgreSQL's binary format (see BinaryArrayWriter); the dedup window
-// is a text parameter.
-const INSERT_ROWS = `
+// The input columns come from INGEST_COLUMNS, whose arrays arrive first, in PostgreSQL's binary
+// format (see columnArrays); then the dedup window (text), the dirty marks and the budget.
+
+/** The SQL type of each element type, as the statement casts its arrays. */
+const SQL_TYPE: Record<ColumnType, string> = {
+  uuid: 'uuid',
+  timestamptz: 'timestamptz',
+  text: 'text',
+  int8: 'bigint',
+  bool: 'boolean',
+  float8: 'float8',
+  json: 'json',
+};
+
+/** The statement's parameter `k` after the columns' arrays (1: the dedup window). */
+const after = (k: number) => `$${INGEST_COLUMNS.length + k}`;
+const unnestArrays = INGEST_COLUMNS.map((c, k) => `$${k + 1}::${SQL_TYPE[c.type]}[]`).join(', ');
+const inputNames = INGEST_COLUMNS.map((c) => c.name).join(', ');
+const storedNames = INGEST_COLUMNS.map((c) => c.stored ?? c.name).join(', ');
+const storedValues = INGEST_COLUMNS.map((c) => `i.${c.name}`).join(', ');
+
+export const INSERT_ROWS = `
 WITH input AS (
-  SELECT * FROM unnest(
-    $1::uuid[], $2::timestamptz[], $3::text[], $4::timestamptz[], $5::bigint[], $6::text[],
-    $7::text[], $8::text[], $9::boolean[], $10::text[], $11::text[], $12::text[], $13::text[],
-    $14::text[], $15::text[], $16::text[], $17::float8[], $18::json[]
-  ) WITH ORDINALITY AS t(app_id, received_at, event_id, ts, event_time, event_name,
-         anonymous_user_id, session_id, is_test_mode, platform, app_version, build_number,
-         os_version, device_model, locale, timezone, float_value, payload, n)
+  SELECT * FROM unnest(${unnestArrays}) WITH ORDINALITY AS t(${inputNames}, n)
 ),
 fresh AS (
   INSERT INTO event_dedup AS d (app_id, event_id, seen_at)
   SELECT app_id, event_id, received_at
     FROM input WHERE event_id IS NOT NULL ORDER BY app_id, event_id
   ON CONFLICT (app_id, event_id) DO UPDATE SET seen_at = EXCLUDED.seen_at
-    WHERE d.seen_at < EXCLUDED.seen_at - $19::bigint * interval '1 millisecond'
+    WHERE d.seen_at < EXCLUDED.seen_at - ${after(1)}::bigint * interval '1 millisecond'
   RETURNING d.app_id, d.event_id
 ),
 stored AS (
-  INSERT INTO events (app_id, ts, received_at, event_time, event_name, event_id, anonymous_user_id,
-                      session_id, is_test_mode, platform, app_version, build_number, os_version,
-                      device_model, locale, timezone, float_value, payload_json)
-  SELECT i.app_id, i.ts, i.received_at, i.event_time,
-         i.event_name, i.event_id, i.anonymous_user_id, i.session_id, i.is_test_mode, i.platform,
-         i.app_version, i.build_number, i.os_version, i.device_model, i.locale, i.timezone,
-         i.float_value, i.payload
+  INSERT INTO events (${storedNames})
+  SELECT ${storedValues}
     FROM input i
    WHERE i.event_id IS NULL
       OR EXISTS (SELECT 1 FROM fresh f WHERE f.app_id = i.app_id AND f.event_id = i.event_id)
@@ -56,65 +64,13 @@ stored AS (
 ),
 dirty AS (
   INSERT INTO rollup_dirty (app_id, day, timezone)
-  SELECT m.app_id, m.day::date, m.zone FROM unnest($20::uuid[], $21::text[], $22::text[]) AS m(app_id, day, zone)
+  SELECT m.app_id, m.day::date, m.zone FROM unnest(${after(2)}::uuid[], ${after(3)}::text[], ${after(4)}::text[]) AS m(app_id, day, zone)
    WHERE EXISTS (SELECT 1 FROM stored s WHERE s.app_id = m.app_id)
-     AND tally_ingest_in_time($23::bigint)
+     AND tally_ingest_in_time(${after(5)}::bigint)
 )
 SELECT i.n::int AS n FROM input i
  WHERE i.event_id IS NOT NULL
    AND NOT EXISTS (SELECT 1 FROM fresh f WHERE f.app_id = i.app_id AND f.event_id = i.event_id)`;
-
-/**
- * The 18 arrays of one statement, column by column, in PostgreSQL's binary format: no escaping,
- * fixed-size uuids, numbers and timestamps, and one buffer for the whole statement. `batchOf[i]`
- * is the batch of `events[i]`, whose app and receive time the row carries.
- */
-function statementArrays(batches: WriteBatch[], events: AcceptedEvent[], batchOf: number[]): Buffer[] {
-  const n = events.length;
-  // About what the JSON of an event takes, so that most statements never regrow the buffer.
-  const w = new BinaryArrayWriter(n * 400);
-  const apps = batches.map((b) => uuidBytes(b.appId));
-  w.begin(ElementType.uuid, n);
-  for (let i = 0; i < n; i++) w.uuid(apps[batchOf[i]]);
-  w.end().begin(ElementType.timestamptz, n);
-  for (let i = 0; i < n; i++) w.timestamptz(batches[batchOf[i]].receivedAt);
-  w.end().begin(ElementType.text, n);
-  for (let i = 0; i < n; i++) w.text(events[i].eventId);
-  w.end().begin(ElementType.timestamptz, n);
-  for (let i = 0; i < n; i++) w.timestamptz(events[i].ts);
-  w.end().begin(ElementType.int8, n);
-  for (let i = 0; i < n; i++) w.int8(events[i].eventTime);
-  w.end().begin(ElementType.text, n);
-  for (let i = 0; i < n; i++) w.text(events[i].eventName);
-  w.end().begin(ElementType.text, n);
-  for (let i = 0; i < n; i++) w.text(events[i].anonymousUserId);
-  w.end().begin(ElementType.text, n);
-  for (let i = 0; i < n; i++) w.text(events[i].sessionId);
-  w.end().begin(ElementType.bool, n);
-  for (let i = 0; i < n; i++) w.bool(events[i].isTestMode);
-  w.end().begin(ElementType.text, n);
-  for (let i = 0; i < n; i++) w.text(events[i].platform);
-  w.end().begin(ElementType.text, n);
-  for (let i = 0; i < n; i++) w.text(events[i].appVersion);
-  w.end().begin(ElementType.text, n);
-  for (let i = 0; i < n; i++) w.text(events[i].buildNumber);
-  w.end().begin(ElementType.text, n);
-  for (let i = 0; i < n; i++) w.text(events[i].osVersion);
-  w.end().begin(ElementType.text, n);
-  for (let i = 0; i < n; i++) w.text(events[i].deviceModel);
-  w.end().begin(ElementType.text, n);
-  for (let i = 0; i < n; i++) w.text(events[i].locale);
-  w.end().begin(ElementType.text, n);
-  for (let i = 0; i < n; i++) w.text(events[i].timezone);
-  w.end().begin(ElementType.float8, n);
-  for (let i = 0; i < n; i++) w.float8(events[i].floatValue);
-  w.end().begin(ElementType.json, n);
-  for (let i = 0; i < n; i++) {
-    const payload = events[i].payload;
-    w.json(payload === null ? null : JSON.stringify(payload));
-  }
-  return w.end().finish();
-}
 
 /**
  * Which events of `batches` go to the database, in order. An eventId that several batches of one
@@ -154,8 +110,8 @@ function selectRows(batches: WriteBatch[], duplicates: number[][]) {
 }
 
 // Prepared once per connection, so PostgreSQL plans this large statement once rather than on
-// every batch. Bump the suffix whenever the statement's text changes.
-const STATEMENT_NAME = 'tally_ingest_rows_v5';
+// every batch. Bump the suffix whenever the statement's text changes, INGEST_COLUMNS included.
+const STATEMENT_NAME = 'tally_ingest_rows_v6';
 
 interface PgClient {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: { n: number }[] }>;
@@ -229,7 +185,7 @@ export class IngestRepository {
     const oldest = Math.min(...batches.map((b) => b.receivedAt));
     const budgetMs = commitWithinMs - (Date.now() - oldest);
     const values: unknown[] = [
-      ...statementArrays(batches, events, batchOf),
+      ...columnArrays({ batches, events, batchOf }),
       dedupWindowMs,
       ...dirtyMarkArrays(batches),
       budgetMs,
