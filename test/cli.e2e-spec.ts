@@ -9,29 +9,13 @@ import { UUID } from '@app/common/ids';
 import { DAY_MS } from '@app/common/time';
 import { bearer } from './factories';
 import { testEnv, useTestApp } from './support/test-app';
+import { runTestCli, type CliRun } from './support/run-cli';
 
 const exec = promisify(execFile);
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-async function cli(...argv: string[]): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(
-    argv,
-    { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) },
-    loadConfig(testEnv()),
-  );
-  let json: unknown = undefined;
-  if (code === 0 && argv.includes('--json')) json = JSON.parse(stdout);
-  return { code, stdout, stderr, json };
-}
+type Run = CliRun;
+const cli = runTestCli;
 
 function expectUsageError(run: Run, pattern: RegExp) {
   expect(run.code).toBe(2);

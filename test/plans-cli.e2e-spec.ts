@@ -2,30 +2,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import request from 'supertest';
-import { loadConfig } from '@app/config/config';
-import { runCli } from '@app/cli/main';
 import { bearer, makeApiKey, makeTenant, postIngest } from './factories';
-import { testEnv, useTestApp } from './support/test-app';
+import { useTestApp } from './support/test-app';
+import { runTestCli } from './support/run-cli';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-async function cli(...argv: string[]): Promise<Run> {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(
-    argv,
-    { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) },
-    loadConfig(testEnv()),
-  );
-  let json: unknown = undefined;
-  if ((code === 0 || code === 4) && argv.includes('--json')) json = JSON.parse(stdout);
-  return { code, stdout, stderr, json };
-}
+const cli = runTestCli;
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tally-plans-'));
 function file(name: string, content: string): string {

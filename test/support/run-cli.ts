@@ -6,7 +6,7 @@ export interface CliRun {
   code: number;
   stdout: string;
   stderr: string;
-  /** The parsed document of a successful `--json` run. */
+  /** The parsed document of a `--json` run that printed one (exit 0, or 4 for `plans check`). */
   json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
@@ -19,6 +19,6 @@ export async function runTestCli(...argv: string[]): Promise<CliRun> {
     { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t) },
     loadConfig(testEnv()),
   );
-  const json: unknown = code === 0 && argv.includes('--json') ? JSON.parse(stdout) : undefined;
+  const json: unknown = argv.includes('--json') && stdout.trim() !== '' ? JSON.parse(stdout) : undefined;
   return { code, stdout, stderr, json };
 }
