@@ -124,15 +124,19 @@ export async function getPage<T>(
   return { body: (await res.json()) as T, nextCursor: res.headers.get('X-Next-Cursor') };
 }
 
-/** A sentence a person can act on, for any failed call. */
-export function describeProblem(p: Problem): string {
+/**
+ * A sentence a person can act on, for any failed call. `signedIn` is false while the key is being
+ * tried at sign-in: the form is on screen, so the user pastes another key rather than signs out.
+ */
+export function describeProblem(p: Problem, signedIn = true): string {
+  const paste = signedIn ? 'Sign out and paste' : 'Paste';
   switch (p.status) {
     case 0:
       return 'Tally cannot be reached. Check the connection; the page retries on the next refresh.';
     case 401:
       return p.code === 'wrong_key_type'
-        ? 'This is an ingest key. The dashboard needs an API key (tly_api_…). Sign out and paste one.'
-        : 'The key was refused (401): it is mistyped, revoked or expired. Sign out and paste a valid API key.';
+        ? `This is an ingest key. The dashboard needs an API key (tly_api_…). ${paste} one.`
+        : `The key was refused (401): it is mistyped, revoked or expired. ${paste} a valid API key.`;
     case 403:
       if (p.code === 'insufficient_scope') {
         return `The key lacks the scope ${p.requiredScope ?? 'this view needs'} (403). Issue a key with it, e.g. npm run cli -- keys create-api --app <appId> --scope ${p.requiredScope ?? 'rollups:read'}.`;

@@ -13,12 +13,14 @@ import {
 import { DailyChart } from './charts';
 import { rollupsCsv } from './csv';
 import { daysBetween } from './dates';
-import { localDaysAgo, localToday, watchAppZone } from './app-zone';
+import { appDateTime, appZone, localDaysAgo, localToday, watchAppZone } from './app-zone';
 import { fetchAllRollups, renderTopEvents, topEvents } from './top-events';
 import { DataQualityView } from './data-quality';
 
 const LIVE_INTERVAL_MS = 5_000;
 const LIVE_LIMIT = 50;
+// Rows past this many are left to the CSV: a page of tens of thousands of rows is not readable.
+const TABLE_LIMIT = 1_000;
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
@@ -85,7 +87,7 @@ function fail(err: unknown, retry?: () => void): void {
     return;
   }
   const p = err.problem;
-  showMessage(describeProblem(p));
+  showMessage(describeProblem(p, state.key !== null));
   if (retry && (p.status === 429 || p.status === 503)) {
     window.clearTimeout(state.retryTimer);
     ui.refresh.disabled = true;
@@ -123,7 +125,9 @@ async function signIn(key: string): Promise<void> {
     state.key = await get<KeyInfo>('/api/v1/key');
   } catch (err) {
     forgetKey();
+    state.key = null;
     fail(err);
+    ui.keyInput.focus();
     return;
   }
   clearMessage();
@@ -229,9 +233,11 @@ function fillEventPicker(): void {
 
 function render(days: string[]): void {
   const name = ui.event.value || null;
-  // "All events" is the app-wide total row of each day, which carries the true daily users.
-  state.shown = state.rollups.filter((r) => r.eventName === name);
-  const byDay = new Map(state.shown.map((r) => [r.date, r]));
+  // The charts of "All events" draw the app-wide total row of each day, which carries the true
+  // daily users; its table lists the total rows and the per-event rows, as the API returned them.
+  const plotted = state.rollups.filter((r) => r.eventName === name);
+  state.shown = name === null ? state.rollups : plotted;
+  const byDay = new Map(plotted.map((r) => [r.date, r]));
   const series = (pick: (r: Rollup) => number) => ({
     days,
     values: days.map((d) => {
@@ -251,23 +257,28 @@ function render(days: string[]): void {
   renderTable();
 }
 
+function noteRow(text: string): HTMLTableRowElement {
+  const tr = document.createElement('tr');
+  const td = document.createElement('td');
+  td.colSpan = 11;
+  td.className = 'muted';
+  td.textContent = text;
+  tr.append(td);
+  return tr;
+}
+
 function renderTable(): void {
   const numeric = new Set([2, 3, 4, 5, 6, 7, 8, 9]);
   const body = ui.rows.tBodies[0];
   if (state.shown.length === 0) {
-    const tr = document.createElement('tr');
-    const td = document.createElement('td');
-    td.colSpan = 11;
-    td.className = 'muted';
-    td.textContent = 'No rows for this selection.';
-    tr.append(td);
-    body.replaceChildren(tr);
+    body.replaceChildren(noteRow('No rows for this selection.'));
     ui.csv.disabled = true;
     return;
   }
   ui.csv.disabled = false;
+  const more = state.shown.length - TABLE_LIMIT;
   body.replaceChildren(
-    ...state.shown.map((r) => {
+    ...state.shown.slice(0, TABLE_LIMIT).map((r) => {
       const f = r.floatValue;
       const tr = cellsRow(
         [
@@ -296,6 +307,7 @@ function renderTable(): void {
       tr.append(status);
       return tr;
     }),
+    ...(more > 0 ? [noteRow(`${more.toLocaleString()} more rows: Download CSV for all of them.`)] : []),
   );
 }
 
@@ -328,17 +340,21 @@ async function fetchLive(): Promise<void> {
   const appId = ui.app.value;
   if (!appId || document.hidden) return;
   try {
+    const eventName = ui.event.value;
     const events = await get<EventRecord[]>('/api/v1/events', {
       appId,
       limit: String(LIVE_LIMIT),
       testMode: ui.testMode.checked ? 'true' : 'false',
+      ...(eventName ? { eventName } : {}),
     });
-    ui.liveStatus.textContent = `Newest ${events.length} events, updated ${new Date().toLocaleTimeString()}.`;
+    const which = eventName ? `${eventName} events` : 'events';
+    const updated = appDateTime(Date.now()).slice(11);
+    ui.liveStatus.textContent = `Newest ${events.length} ${which}, updated ${updated} (${appZone()}).`;
     ui.live.tBodies[0].replaceChildren(
       ...events.map((e) =>
         cellsRow(
           [
-            new Date(e.receivedAt).toISOString().replace('T', ' ').slice(0, 19),
+            appDateTime(e.receivedAt),
             e.eventName,
             e.anonymousUserId ?? '–',
             e.sessionId ?? '–',
@@ -402,7 +418,10 @@ ui.range.addEventListener('change', () => {
 });
 ui.from.addEventListener('change', () => void loadRollups());
 ui.to.addEventListener('change', () => void loadRollups());
-ui.event.addEventListener('change', () => render(state.days));
+ui.event.addEventListener('change', () => {
+  render(state.days);
+  if (state.liveTimer !== undefined) void pollLive();
+});
 ui.testMode.addEventListener('change', () => {
   void loadRollups();
   void pollLive();
