@@ -1,4 +1,5 @@
 /** Calls Tally's read API on this origin with the signed-in key, and turns errors into messages. */
+import type { components } from '@tally/openapi-types';
 
 const STORAGE_KEY = 'tally.dashboard.apiKey';
 
@@ -28,48 +29,14 @@ export class ApiError extends Error {
   }
 }
 
-export interface KeyInfo {
-  id: string;
-  prefix: string;
-  scopes: string[];
-  expiresAt: string | null;
-  apps: { id: string; name: string; timezone?: string }[];
-}
-
-export interface FloatStats {
-  count: number;
-  sum: number;
-  min: number;
-  max: number;
-  avg: number;
-}
-
-export interface Rollup {
-  appId: string;
-  date: string;
-  eventName: string | null;
-  isTestMode: boolean;
-  events: number;
-  uniqueUsers: number;
-  uniqueSessions: number;
-  floatValue: FloatStats | null;
-  final: boolean;
-  computedAt: number;
-  /** The IANA zone of the row's day. */
-  timezone?: string;
-}
-
-export interface EventRecord {
-  id: string;
-  eventName: string;
-  anonymousUserId: string | null;
-  sessionId: string | null;
-  timestamp: number;
-  receivedAt: number;
-  isTestMode: boolean;
-  platform: string | null;
-  floatValue: number | null;
-}
+// The shapes of the API's answers, generated from docs/openapi.json with the client package.
+type Schemas = components['schemas'];
+/** GET /api/v1/key: the key's prefix, scopes and the apps it reads, each with its time zone. */
+export type KeyInfo = Schemas['KeyInfoDto'];
+/** One row of GET /api/v1/rollups. */
+export type Rollup = Schemas['RollupRecordDto'];
+/** One stored event as GET /api/v1/events returns it. */
+export type EventRecord = Schemas['EventRecordDto'];
 
 function scopeFromChallenge(header: string | null): string | undefined {
   const match = header ? /scope="([^"]+)"/.exec(header) : null;
