@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { chromium } from 'playwright-core';
 import type { BrowserContext, Page } from 'playwright-core';
 import { RollupsService } from '@app/rollups/rollups.service';
+import { RezoneService } from '@app/rollups/rezone.service';
 import { makeApiKey, makeApp, makeTenant } from '../factories';
 import { startTestApp, TestApp } from '../support/test-app';
 
@@ -226,9 +227,11 @@ describe('dashboard in Chromium', () => {
     const api = await rollups(false);
     const totals = api.filter((r) => r.eventName === null);
     expect(totals).toHaveLength(4);
+    // "All events": the charts draw the total rows; the table lists every row the API returned.
+    expect(api.length).toBeGreaterThan(totals.length);
     await eventually(
       () => tableRows(page, 'rows'),
-      (rows) => expect(rows).toEqual(totals.map(expectedRow)),
+      (rows) => expect(rows).toEqual(api.map(expectedRow)),
     );
     expect(totals.filter((r) => !r.final)).toHaveLength(1);
     for (const [chart, field] of [
@@ -290,16 +293,17 @@ describe('dashboard in Chromium', () => {
     // Test-mode toggle: the test key's event only.
     await page.getByLabel('Event', { exact: true }).selectOption('');
     await page.getByLabel('Test data', { exact: true }).check();
-    const testTotals = (await rollups(true)).filter((r) => r.eventName === null);
-    expect(testTotals).toHaveLength(1);
+    const testRows = await rollups(true);
+    expect(testRows.filter((r) => r.eventName === null)).toHaveLength(1);
+    expect(testRows.map((r) => r.eventName)).toEqual([null, 'Debug.tap']);
     await eventually(
       () => tableRows(page, 'rows'),
-      (rows) => expect(rows).toEqual(testTotals.map(expectedRow)),
+      (rows) => expect(rows).toEqual(testRows.map(expectedRow)),
     );
     await page.getByLabel('Test data', { exact: true }).uncheck();
     await eventually(
       () => tableRows(page, 'rows'),
-      (rows) => expect(rows).toEqual(totals.map(expectedRow)),
+      (rows) => expect(rows).toEqual(api.map(expectedRow)),
     );
 
     // Live: an event sent now shows up within one poll.
@@ -419,8 +423,105 @@ describe('dashboard in Chromium', () => {
     );
     expect(await page.locator('#board').isHidden()).toBe(true);
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    // Still on the sign-in form, with no Sign out button: the message asks for another key only.
+    const signOut = page.getByRole('button', { name: 'Sign out' });
+    expect(await page.locator('#sign-in').isVisible()).toBe(true);
+    expect(await signOut.isVisible()).toBe(false);
+    const refused = await page.locator('#message').textContent();
+    expect(refused).toContain('Paste a valid API key.');
+    expect(refused).not.toContain('Sign out');
+    // An ingest key: the same, naming the kind of key the dashboard needs.
+    await signIn(page, tenant.liveKey);
+    await eventually(
+      () => page.locator('#message').textContent(),
+      (text) => expect(text).toContain('This is an ingest key'),
+    );
+    expect(await page.locator('#message').textContent()).not.toContain('Sign out');
+    expect(await signOut.isVisible()).toBe(false);
     // The browser logs the failed request itself; nothing else may show up.
     expect(log.consoleErrors.filter((e) => !/status of 401/.test(e))).toEqual([]);
+    expect(log.cspViolations).toEqual([]);
+    await page.close();
+  });
+
+  it("shows live times in the app's zone, labelled, filters the feed by event, and draws whole ticks", async () => {
+    const ZONE = 'Asia/Kolkata';
+    const zoned = await makeTenant(t.app);
+    await t.app.get(RezoneService).setTimezone(zoned.appId, ZONE, { type: 'cli', osUser: 'test' });
+    const key = (await makeApiKey(t.app, [zoned.appId])).key;
+    // No session id: the sessions chart is a chart of zeros.
+    const sent = [
+      { eventName: 'Cart.viewed', anonymousUserId: 'z1' },
+      { eventName: 'Cart.viewed', anonymousUserId: 'z2' },
+      { eventName: 'Order.placed', anonymousUserId: 'z1' },
+    ];
+    expect((await post(zoned.liveKey, sent)).status).toBe(200);
+    await t.app.get(RollupsService).compute({ appId: zoned.appId });
+    const res = await fetch(`${base}/api/v1/events?appId=${zoned.appId}&limit=50`, {
+      headers: { Authorization: `Bearer ${key}` },
+    });
+    const events = (await res.json()) as { eventName: string; receivedAt: number }[];
+    expect(events).toHaveLength(3);
+    const inZone = new Intl.DateTimeFormat('sv-SE', {
+      timeZone: ZONE,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
+    });
+
+    const { page, log } = await openPage();
+    await signIn(page, key);
+    await eventually(
+      () => tableRows(page, 'live'),
+      (rows) =>
+        expect(rows.map((r) => [r[0], r[1]])).toEqual(
+          events.map((e) => [inZone.format(e.receivedAt), e.eventName]),
+        ),
+    );
+    expect(await page.locator('#live thead th').first().textContent()).toBe(`Received (${ZONE})`);
+    expect(await page.locator('#live-status').textContent()).toMatch(
+      new RegExp(`^Newest 3 events, updated \\d{2}:\\d{2}:\\d{2} \\(${ZONE}\\)\\.$`),
+    );
+
+    // The live feed follows the event picker.
+    await page.getByLabel('Event', { exact: true }).selectOption('Order.placed');
+    await eventually(
+      () => tableRows(page, 'live'),
+      (rows) => expect(rows.map((r) => r[1])).toEqual(['Order.placed']),
+    );
+    expect(await page.locator('#live-status').textContent()).toContain('Newest 1 Order.placed events');
+    await page.getByLabel('Event', { exact: true }).selectOption('');
+    await eventually(
+      () => tableRows(page, 'live'),
+      (rows) => expect(rows).toHaveLength(3),
+    );
+
+    // Whole-number ticks on a chart of zeros; the last day of the data always has its label.
+    for (const range of ['7', '30', '90']) {
+      await page.getByLabel('Range', { exact: true }).selectOption(range);
+      for (const width of [1280, 390]) {
+        await page.setViewportSize({ width, height: 900 });
+        await eventually(
+          () => page.$eval('#chart-sessions', (el) => ({ ...(el as HTMLElement).dataset })),
+          (d) => {
+            const days = (d.days ?? '').split(',');
+            expect(days).toHaveLength(Number(range));
+            expect(d.values?.split(',').every((v) => v === '0')).toBe(true);
+            expect(d.yTicks?.split(',').map(Number)).toEqual([0, 1]);
+            const ticks = (d.xTicks ?? '').split(',');
+            expect(ticks.at(-1)).toBe(days.at(-1));
+            expect(ticks.length).toBeGreaterThan(1);
+          },
+        );
+      }
+      const events = await page.$eval('#chart-events', (el) => ({ ...(el as HTMLElement).dataset }));
+      expect(events.yTicks?.split(',').every((v) => Number.isInteger(Number(v)))).toBe(true);
+    }
+    expect(log.consoleErrors).toEqual([]);
     expect(log.cspViolations).toEqual([]);
     await page.close();
   });

@@ -2,7 +2,8 @@ import type { KeyInfo } from './api';
 import { isoDay } from './dates';
 
 // Rollup days are calendar days in the app's own time zone (GET /api/v1/key lists it for each
-// app). The range picker, "today" and the labels follow the selected app's zone.
+// app). The range picker, "today", the live feed's times and the labels follow the selected app's
+// zone, and every time shown names it.
 
 let zoneOf: () => string = () => 'UTC';
 
@@ -16,6 +17,20 @@ function localDay(ms: number, zone: string): string {
   }).formatToParts(ms);
   const get = (type: string) => parts.find((p) => p.type === type)?.value ?? '';
   return `${get('year')}-${get('month')}-${get('day')}`;
+}
+
+/** `YYYY-MM-DD HH:MM:SS` of the instant `ms` in the selected app's zone (24-hour clock). */
+export function appDateTime(ms: number): string {
+  return new Intl.DateTimeFormat('sv-SE', {
+    timeZone: appZone(),
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+  }).format(ms);
 }
 
 /** The selected app's time zone. */
@@ -41,6 +56,8 @@ function relabel(): void {
   }
   const dateHead = document.querySelector('#rows thead th');
   if (dateHead) dateHead.textContent = `Date (${zone})`;
+  const receivedHead = document.querySelector('#live thead th');
+  if (receivedHead) receivedHead.textContent = `Received (${zone})`;
   const picker = document.getElementById('app') as HTMLSelectElement | null;
   if (picker) picker.title = `Days are calendar days in ${zone}`;
 }

@@ -1,5 +1,24 @@
 import uPlot from 'uplot';
-import { epochSeconds } from './dates';
+import { appZone } from './app-zone';
+import { epochSeconds, isoDay } from './dates';
+
+// Counts have whole-number ticks only: 1, 2 and 5 times a power of ten.
+const COUNT_INCRS = Array.from({ length: 13 }, (_, k) => [1, 2, 5].map((m) => m * 10 ** k)).flat();
+// Width in CSS pixels that one day label ("Nov 25") needs on the x axis.
+const DAY_LABEL_SPACE = 64;
+const dayLabel = new Intl.DateTimeFormat('en-US', { month: 'short', day: 'numeric', timeZone: 'UTC' });
+
+/**
+ * The days (epoch seconds) that get a label: always the last day of the data, then every `step`
+ * days back, with `step` as small as lets the labels fit in `width`.
+ */
+export function dayTicks(days: ArrayLike<number>, width: number): number[] {
+  const fit = Math.max(2, Math.floor(width / DAY_LABEL_SPACE));
+  const step = Math.max(1, Math.ceil(days.length / fit));
+  const ticks: number[] = [];
+  for (let i = days.length - 1; i >= 0; i -= step) ticks.unshift(days[i]);
+  return ticks;
+}
 
 export interface Series {
   days: string[];
@@ -28,16 +47,35 @@ export class DailyChart {
     const fg = cssVar('--muted');
     const grid = cssVar('--grid');
     const axis = { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
+    // The labels drawn on each axis are also in the figure's data-x-ticks and data-y-ticks.
+    const x: uPlot.Axis = {
+      ...axis,
+      splits: (u) => dayTicks(u.data[0], u.width),
+      values: (_u, splits) => {
+        this.figure.dataset.xTicks = splits.map((s) => isoDay(s * 1000)).join(',');
+        return splits.map((s) => dayLabel.format(s * 1000));
+      },
+    };
+    const y: uPlot.Axis = {
+      ...axis,
+      size: 50,
+      incrs: COUNT_INCRS,
+      values: (_u, splits) => {
+        this.figure.dataset.yTicks = splits.join(',');
+        return splits.map((s) => s.toLocaleString());
+      },
+    };
     return {
       width,
       height: 200,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
       series: [
-        { label: 'Day (UTC)' },
+        // Each day is a calendar day of the app's zone, placed at 00:00 UTC of its date.
+        { label: `Day (${appZone()})`, value: (_u, ts) => (ts === null ? '–' : isoDay(ts * 1000)) },
         { label: this.label, stroke: cssVar('--series'), width: 2, points: { show: true, size: 5 } },
       ],
-      axes: [axis, { ...axis, size: 50 }],
+      axes: [x, y],
       legend: { show: true },
     };
   }
