@@ -3,6 +3,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import helmet from 'helmet';
 import compression from 'compression';
+import type { CorsOptionsCallback } from '@nestjs/common/interfaces/external/cors-options.interface';
 import type { Request, Response } from 'express';
 import type { AppConfig } from './config/config';
 import { AppModule, AppOptions } from './app.module';
@@ -57,24 +58,39 @@ export async function createApp(
   app.set('trust proxy', config.trustProxy);
   app.disable('x-powered-by');
   app.disable('etag');
-  app.use((req: Request, res: Response, next: () => void) => {
-    assignRequestId(req, res);
-    logRequest(req, res);
-    // Answers carry tenant data or state that changes: no cache may keep them.
-    res.setHeader('Cache-Control', 'no-store');
-    if (hasDuplicateAuthorization(req)) {
-      sendProblem(
-        req,
-        res,
-        new AppError('invalid_header', 'The request carries more than one Authorization header.'),
-      );
-      return;
-    }
-    next();
-  });
+  app.use(prepareRequest);
   app.use(compressJson);
-  // The API answers JSON only, so its CSP forbids everything; the reference at /docs loads
-  // swagger-ui's own scripts and styles (it uses inline styles) from this origin.
+  app.use(securityHeaders());
+  app.enableCors(corsForIngestOnly);
+  app.useGlobalFilters(new ProblemFilter());
+  setupOpenApi(app);
+  boundSlowClients(app.getHttpServer() as import('node:http').Server);
+  return app;
+}
+
+/** Gives every request its id and log line, forbids caching, and refuses an ambiguous key. */
+function prepareRequest(req: Request, res: Response, next: () => void): void {
+  assignRequestId(req, res);
+  logRequest(req, res);
+  // Answers carry tenant data or state that changes: no cache may keep them.
+  res.setHeader('Cache-Control', 'no-store');
+  if (hasDuplicateAuthorization(req)) {
+    sendProblem(
+      req,
+      res,
+      new AppError('invalid_header', 'The request carries more than one Authorization header.'),
+    );
+    return;
+  }
+  next();
+}
+
+/**
+ * Helmet headers by area: the API answers JSON only, so its CSP forbids everything; the reference
+ * at /docs loads swagger-ui's own scripts and styles (it uses inline styles) from this origin; the
+ * dashboard loads only its own bundled script and stylesheets (no inline script or style).
+ */
+function securityHeaders(): (req: Request, res: Response, next: (err?: unknown) => void) => void {
   const apiHelmet = helmet({
     contentSecurityPolicy: {
       useDefaults: false,
@@ -101,7 +117,6 @@ export async function createApp(
     // Sent by hstsOverHttps, over HTTPS only.
     strictTransportSecurity: false,
   });
-  // The dashboard loads only its own bundled script and stylesheets: no inline script or style.
   const dashboardHelmet = helmet({
     contentSecurityPolicy: {
       useDefaults: false,
@@ -122,7 +137,7 @@ export async function createApp(
     strictTransportSecurity: false,
     referrerPolicy: { policy: 'no-referrer' },
   });
-  app.use((req: Request, res: Response, next: (err?: unknown) => void) => {
+  return (req, res, next) => {
     hstsOverHttps(req, res);
     const guard = DOCS_PATH_PATTERN.test(req.path)
       ? docsHelmet
@@ -130,40 +145,44 @@ export async function createApp(
         ? dashboardHelmet
         : apiHelmet;
     guard(req, res, next);
-  });
-  // Ingest keys are public by nature (they ship inside apps), so ingest answers any origin.
-  // The read endpoints send no CORS headers: browsers must not call them.
-  app.enableCors((req: Request, callback) => {
-    if (INGEST_PATH.test(req.url)) {
-      callback(null, {
-        origin: '*',
-        methods: ['POST', 'OPTIONS'],
-        allowedHeaders: ['Authorization', 'Content-Type', 'Content-Encoding', 'X-Request-Id'],
-        exposedHeaders: [
-          'X-Request-Id',
-          'Retry-After',
-          'RateLimit-Limit',
-          'RateLimit-Remaining',
-          'RateLimit-Reset',
-        ],
-        maxAge: 86_400,
-      });
-    } else {
-      callback(null, { origin: false });
-    }
-  });
-  app.useGlobalFilters(new ProblemFilter());
-  setupOpenApi(app);
-  // Bound slow clients (slowloris): headers within 20 s, the whole request within 60 s. The
-  // largest ingest body (1 MiB by default) needs far less even on a poor mobile link. Node
-  // checks these every connectionsCheckingInterval (30 s by default, so a 20 s limit cut at up
-  // to 50 s); once a second keeps each within a second of its value. Read at listen time.
-  // docs/security.md has the table of every timeout.
-  const server = app.getHttpServer() as import('node:http').Server;
+  };
+}
+
+/**
+ * Ingest keys are public by nature (they ship inside apps), so ingest answers any origin.
+ * The read endpoints send no CORS headers: browsers must not call them.
+ */
+function corsForIngestOnly(req: Request, callback: CorsOptionsCallback): void {
+  if (INGEST_PATH.test(req.url)) {
+    callback(null, {
+      origin: '*',
+      methods: ['POST', 'OPTIONS'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Content-Encoding', 'X-Request-Id'],
+      exposedHeaders: [
+        'X-Request-Id',
+        'Retry-After',
+        'RateLimit-Limit',
+        'RateLimit-Remaining',
+        'RateLimit-Reset',
+      ],
+      maxAge: 86_400,
+    });
+  } else {
+    callback(null, { origin: false });
+  }
+}
+
+/**
+ * Bound slow clients (slowloris): headers within 20 s, the whole request within 60 s. The
+ * largest ingest body (1 MiB by default) needs far less even on a poor mobile link. Node
+ * checks these every connectionsCheckingInterval (30 s by default, so a 20 s limit cut at up
+ * to 50 s); once a second keeps each within a second of its value. Read at listen time.
+ * docs/security.md has the table of every timeout.
+ */
+function boundSlowClients(server: import('node:http').Server): void {
   server.headersTimeout = 20_000;
   server.requestTimeout = 60_000;
   // A public property of Node's server that its type declarations omit.
   (server as typeof server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = 1_000;
   answerNodeErrorsAsProblems(server);
-  return app;
 }

@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { KeysService } from '@app/auth/keys.service';
+import { KeyVerifier } from '@app/auth/key-verifier';
 import { TEST_ACTOR, bearer, makeApiKey, makeApp, makeIngestKey, makeTenant } from './factories';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
@@ -70,7 +71,7 @@ describe('authentication and authorization', () => {
     await t.db.query(`UPDATE keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [apiKey.id]);
     // The key cache may hold the row for KEY_CACHE_TTL_MS; this app uses the default, so
     // bypass it by asking for a fresh read through a new key id lookup after the TTL.
-    (t.app.get(KeysService) as unknown as { cache: Map<string, unknown> }).cache.clear();
+    t.app.get(KeyVerifier).forgetAllCached();
     const res = await events(bearer(apiKey.key));
     expectProblem(res, 401, 'invalid_key');
     expect(res.headers['www-authenticate']).toBe(INVALID);

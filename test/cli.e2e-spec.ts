@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import request from 'supertest';
 import { loadConfig } from '@app/config/config';
-import { KeysService } from '@app/auth/keys.service';
+import { KeyVerifier } from '@app/auth/key-verifier';
 import { runCli } from '@app/cli/main';
 import { UUID } from '@app/common/ids';
 import { DAY_MS } from '@app/common/time';
@@ -310,7 +310,7 @@ describe('tally keys list and keys rotate', () => {
     ).code;
     expect(expiring).toBe(0);
     expect((await readEvents(app.id, used.key)).status).toBe(200);
-    await t.app.get(KeysService).flushLastUsed();
+    await t.app.get(KeyVerifier).flushLastUsed();
     const run = await cli('keys', 'list', '--app', app.id);
     expect(run).toMatchObject({ code: 0, stderr: '' });
     const [header, ...rows] = run.stdout.trimEnd().split('\n');
@@ -371,7 +371,7 @@ describe('tally keys list and keys rotate', () => {
     for (const key of [old.key, run.json.new.key]) {
       for (const app of [a, b]) expect((await readEvents(app.id, key)).status).toBe(200);
     }
-    await t.app.get(KeysService).flushLastUsed();
+    await t.app.get(KeyVerifier).flushLastUsed();
     const listed = Object.fromEntries(
       (await cli('keys', 'list', '--app', a.id, '--json')).json.map((k: { id: string }) => [k.id, k]),
     );

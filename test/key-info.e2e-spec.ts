@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { KeysService } from '@app/auth/keys.service';
+import { KeyVerifier } from '@app/auth/key-verifier';
 import { TEST_ACTOR, bearer, makeApiKey, makeApp, makeTenant } from './factories';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
@@ -78,7 +79,7 @@ describe('GET /api/v1/key', () => {
     const expired = await makeApiKey(t.app, [tenant.appId], ['events:read'], 1);
     await t.app.get(KeysService).revoke(revoked.id, TEST_ACTOR);
     await t.db.query(`UPDATE keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);
-    (t.app.get(KeysService) as unknown as { cache: Map<string, unknown> }).cache.clear();
+    t.app.get(KeyVerifier).forgetAllCached();
     for (const key of [revoked.key, expired.key]) {
       const res = await describeKey(bearer(key));
       expectProblem(res, 401, 'invalid_key');

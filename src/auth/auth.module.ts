@@ -7,6 +7,7 @@ import { AppRepository } from './app.repository';
 import { KeyRepository } from './key.repository';
 import { AppsService } from './apps.service';
 import { KeysService } from './keys.service';
+import { KeyVerifier } from './key-verifier';
 import { AuthFailureLimiter } from './auth-failure.limiter';
 import { KeyAuthenticator } from './key-auth';
 import { IngestKeyGuard } from './ingest-key.guard';
@@ -23,6 +24,7 @@ import { ReadSlots } from './read-concurrency.interceptor';
     KeyRepository,
     AppsService,
     KeysService,
+    KeyVerifier,
     AuthFailureLimiter,
     KeyAuthenticator,
     IngestKeyGuard,
@@ -30,6 +32,15 @@ import { ReadSlots } from './read-concurrency.interceptor';
     ScopeGuard,
     ReadSlots,
   ],
-  exports: [AppsService, KeysService, KeyAuthenticator, IngestKeyGuard, ApiKeyGuard, ScopeGuard, ReadSlots],
+  exports: [
+    AppsService,
+    KeysService,
+    KeyVerifier,
+    KeyAuthenticator,
+    IngestKeyGuard,
+    ApiKeyGuard,
+    ScopeGuard,
+    ReadSlots,
+  ],
 })
 export class AuthModule {}

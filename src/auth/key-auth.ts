@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AuthFailureLimiter } from './auth-failure.limiter';
 import { attachKey, bearerToken, RequestKey } from './authenticated-request';
 import { invalidKey, wrongKeyType } from './auth-errors';
-import { KeysService } from './keys.service';
+import { KeyVerifier } from './key-verifier';
 
 /**
  * Every refused key is answered no sooner than this after its check began, whatever the reason
@@ -48,7 +48,7 @@ export class KeyAuthenticator {
   private readonly lookups = new LookupTimes();
 
   constructor(
-    private readonly keys: KeysService,
+    private readonly keys: KeyVerifier,
     private readonly failures: AuthFailureLimiter,
   ) {}
 
@@ -56,9 +56,7 @@ export class KeyAuthenticator {
     const started = performance.now();
     const token = bearerToken(req);
     const key = token
-      ? await this.keys.authenticate(token, (lookup) =>
-          this.failures.throttleLookup(req, () => this.timed(lookup)),
-        )
+      ? await this.keys.verify(token, (lookup) => this.failures.throttleLookup(req, () => this.timed(lookup)))
       : null;
     if (key) {
       // A valid key is served whatever its address did before; of the wrong kind it is a client

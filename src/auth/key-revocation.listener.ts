@@ -1,6 +1,6 @@
 import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { KeyRevocationRepository } from './key-revocation.repository';
-import { KeysService } from './keys.service';
+import { KeyVerifier } from './key-verifier';
 
 /**
  * Drops a revoked key from this instance's key cache as soon as any instance (or the CLI)
@@ -11,7 +11,7 @@ import { KeysService } from './keys.service';
 export class KeyRevocationListener implements OnApplicationBootstrap, OnApplicationShutdown {
   constructor(
     private readonly channel: KeyRevocationRepository,
-    private readonly keys: KeysService,
+    private readonly keys: KeyVerifier,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {

@@ -1,23 +1,18 @@
-import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from 'typeorm';
 import { AuditService } from '@app/audit/audit.service';
 import type { AuditActor } from '@app/audit/audit.types';
 import { DAY_MS } from '@app/common/time';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
 import { UUID } from '@app/common/ids';
-import { Inject, Injectable } from '@app/common/di';
+import { Injectable } from '@app/common/di';
 import { AppsService } from './apps.service';
 import { IngestMode, KeyEntity, KNOWN_SCOPES } from './key.entity';
 import { KeyRepository } from './key.repository';
 import { DEFAULT_ROTATION_GRACE_DAYS, KeyRotation, MAX_ROTATION_GRACE_DAYS } from './key-rotation';
-import { generateKey, hashKey, KeyPrefixKind, maskKey, parseKey } from './key-format';
-import type { RequestKey } from './authenticated-request';
+import { generateKey, hashKey, KeyPrefixKind, maskKey } from './key-format';
+import { KeyVerifier } from './key-verifier';
 import { invalidKey } from './auth-errors';
-
-const CACHE_MAX_ENTRIES = 10_000;
-const LAST_USED_FLUSH_MS = 5_000;
 
 export interface KeyListing {
   id: string;
@@ -49,34 +44,15 @@ export function assertUuid(value: string, what: string): void {
   if (!UUID.test(value)) throw new AppError('invalid_body', `${what} must be a UUID, got "${value}".`);
 }
 
+/** Key administration: create, list, revoke, rotate and describe keys. */
 @Injectable()
-export class KeysService implements OnModuleInit, OnModuleDestroy {
-  // hash (hex) → the key row and when it was read. A revocation is announced to every instance
-  // at once (KeyRevocationListener); when that notification is missed, entries are still never
-  // served past KEY_CACHE_TTL_MS (at most 30 s).
-  // An ingest key's entry also holds its app's time zone, which names the rollup days ingest marks.
-  private readonly cache = new Map<string, { key: KeyEntity | null; readAt: number; timezone?: string }>();
-  // hash (hex) of well-formed keys a lookup found unknown → when; trusted for KEY_CACHE_TTL_MS.
-  private readonly unknown = new Map<string, number>();
-  private readonly used = new Set<string>();
-  private flushTimer?: NodeJS.Timeout;
-
+export class KeysService {
   constructor(
     private readonly keys: KeyRepository,
     private readonly apps: AppsService,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly verifier: KeyVerifier,
     private readonly audit: AuditService,
   ) {}
-
-  onModuleInit(): void {
-    this.flushTimer = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
-    this.flushTimer.unref();
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    clearInterval(this.flushTimer);
-    await this.flushLastUsed();
-  }
 
   async createIngestKey(appId: string, mode: IngestMode, name: string | null, actor: AuditActor) {
     assertUuid(appId, 'app');
@@ -170,7 +146,7 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
       return revoked;
     });
     if (!key || !key.revokedAt) throw new AppError('not_found', `No such key: ${id}`);
-    this.cache.clear();
+    this.verifier.forgetAllCached();
     return { id: key.id, revokedAt: key.revokedAt.toISOString() };
   }
 
@@ -187,17 +163,6 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
       expiresAt: listing.expiresAt,
       apps: await this.apps.namesOf(key.appIds),
     };
-  }
-
-  /** Drops a key from this instance's cache, so that its next use reads the database. */
-  forgetCached(keyId: string): void {
-    for (const [hash, entry] of this.cache) {
-      if (entry.key?.id === keyId) this.cache.delete(hash);
-    }
-  }
-
-  forgetAllCached(): void {
-    this.cache.clear();
   }
 
   /**
@@ -247,62 +212,8 @@ export class KeysService implements OnModuleInit, OnModuleDestroy {
       }
       return { old: { id: old.id, expiresAt: oldExpiresAt.toISOString() }, new: replacement };
     });
-    this.cache.clear();
+    this.verifier.forgetAllCached();
     return rotation;
-  }
-
-  /**
-   * Resolves a presented key to a usable key, or null when it is malformed, unknown, revoked
-   * or expired. The checksum refuses mistyped keys before any lookup; a well-formed key that a
-   * lookup found unknown a moment ago is refused from memory. `gate` wraps the database lookup
-   * (the caller throttles the lookups of a client that keeps presenting unknown keys).
-   */
-  async authenticate(
-    presented: string,
-    gate: <T>(lookup: () => Promise<T>) => Promise<T> = (lookup) => lookup(),
-  ): Promise<RequestKey | null> {
-    if (!parseKey(presented)) return null;
-    const hash = hashKey(presented);
-    const cacheKey = hash.toString('hex');
-    const now = Date.now();
-    let entry = this.cache.get(cacheKey);
-    if (!entry || now - entry.readAt >= this.config.keyCacheTtlMs) {
-      const unknownSince = this.unknown.get(cacheKey);
-      if (unknownSince !== undefined && now - unknownSince < this.config.keyCacheTtlMs) return null;
-      const key = await gate(() => this.keys.findByHash(hash));
-      const timezone =
-        key?.kind === 'ingest' ? ((await this.apps.timezoneOf(key.appIds[0])) ?? undefined) : undefined;
-      entry = { key, readAt: now, timezone };
-      if (key) {
-        if (this.cache.size >= CACHE_MAX_ENTRIES) this.cache.clear();
-        this.cache.set(cacheKey, entry);
-        this.unknown.delete(cacheKey);
-      } else {
-        // Nobody can present a key before it is issued (256 random bits), so remembering an
-        // unknown hash never delays a new key; it spares the database repeated guesses.
-        if (this.unknown.size >= CACHE_MAX_ENTRIES) this.unknown.clear();
-        this.unknown.set(cacheKey, now);
-      }
-    }
-    const key = entry.key;
-    if (!key || key.revokedAt || (key.expiresAt && key.expiresAt.getTime() <= now)) return null;
-    this.used.add(key.id);
-    return {
-      id: key.id,
-      kind: key.kind,
-      mode: key.mode,
-      appIds: key.appIds,
-      scopes: key.scopes,
-      timezone: entry.timezone,
-    };
-  }
-
-  /** Writes the batched last-used times. */
-  async flushLastUsed(): Promise<void> {
-    if (this.used.size === 0) return;
-    const ids = [...this.used];
-    this.used.clear();
-    await this.keys.touch(ids, new Date()).catch(() => ids.forEach((id) => this.used.add(id)));
   }
 
   private toListing(k: KeyEntity): KeyListing {

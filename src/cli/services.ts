@@ -7,6 +7,7 @@ import { AppsService } from '@app/auth/apps.service';
 import { KeyEntity } from '@app/auth/key.entity';
 import { KeyRepository } from '@app/auth/key.repository';
 import { KeysService } from '@app/auth/keys.service';
+import { KeyVerifier } from '@app/auth/key-verifier';
 import type { AppConfig } from '@app/config/config';
 import { createDataSource } from '@app/database/data-source';
 import { runMigrations } from '@app/database/migrate';
@@ -61,7 +62,8 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
   }
   const audit = new AuditService(new AuditRepository(dataSource));
   const apps = new AppsService(new AppRepository(dataSource), audit);
-  const keys = new KeysService(new KeyRepository(dataSource), apps, resolved, audit);
+  const keyRepository = new KeyRepository(dataSource);
+  const keys = new KeysService(keyRepository, apps, new KeyVerifier(keyRepository, apps, resolved), audit);
   let rollups: RollupsService | undefined;
   let privacy: CliPrivacy | undefined;
   let exports: ExportService | undefined;

@@ -278,11 +278,19 @@ function readConfig(env: Env): AppConfig {
     1024,
     4096 * 1_048_576,
   );
-  // One key may hold a quarter of the budget (and at least one full body): three other apps
-  // still find room while one key's uploads stall.
-  const perKeyDefault = Math.max(ingestMaxBytes, Math.floor(ingestMaxInflightBytes / 4));
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const databasePoolSize = int(env, 'DATABASE_POOL_SIZE', 10, 1, 200);
+  // Read in this order, so that of several bad settings the same one is named first as before.
+  return {
+    ...readServerSettings(env),
+    ...readStorageSettings(env, databaseUrl, databasePoolSize),
+    ...readIngestSettings(env, { ingestMaxBytes, ingestMaxInflightBytes, databaseUrl, databasePoolSize }),
+    ...readLimitSettings(env, rateWindowMs),
+    ...readJobSettings(env),
+  };
+}
+
+function readServerSettings(env: Env) {
   return {
     port: int(env, 'PORT', 3000, 0, 65535),
     host: raw(env, 'HOST') ?? '0.0.0.0',
@@ -294,7 +302,12 @@ function readConfig(env: Env): AppConfig {
     ),
     trustProxy: trustProxy(env, 'TRUST_PROXY'),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 15_000, 100, 600_000),
+  };
+}
 
+/** The database, Redis and the key cache. */
+function readStorageSettings(env: Env, databaseUrl: string | undefined, databasePoolSize: number) {
+  return {
     databaseUrl,
     databaseReadUrl: url(env, 'DATABASE_READ_URL', ['postgres:', 'postgresql:']),
     readMaxLagMs: int(env, 'READ_MAX_LAG_MS', 30_000, 100, 86_400_000),
@@ -309,7 +322,23 @@ function readConfig(env: Env): AppConfig {
     redisKeyPrefix: redisPrefix(env, 'REDIS_KEY_PREFIX', 'tally:'),
 
     keyCacheTtlMs: int(env, 'KEY_CACHE_TTL_MS', 10_000, 0, 30_000),
+  };
+}
 
+function readIngestSettings(
+  env: Env,
+  read: {
+    ingestMaxBytes: number;
+    ingestMaxInflightBytes: number;
+    databaseUrl: string | undefined;
+    databasePoolSize: number;
+  },
+) {
+  const { ingestMaxBytes, ingestMaxInflightBytes, databaseUrl, databasePoolSize } = read;
+  // One key may hold a quarter of the budget (and at least one full body): three other apps
+  // still find room while one key's uploads stall.
+  const perKeyDefault = Math.max(ingestMaxBytes, Math.floor(ingestMaxInflightBytes / 4));
+  return {
     ingestMaxEvents: int(env, 'INGEST_MAX_EVENTS', 1000, 1, 100_000),
     ingestMaxBytes,
     ingestMaxEventBytes: int(env, 'INGEST_MAX_EVENT_BYTES', 32_768, 256, 1_048_576),
@@ -336,7 +365,11 @@ function readConfig(env: Env): AppConfig {
     ingestWriteMaxEvents: int(env, 'INGEST_WRITE_MAX_EVENTS', 1000, 1, 100_000),
     ingestMaxEventNamesPerDay: int(env, 'INGEST_MAX_EVENT_NAMES_PER_DAY', 2_000, 1, 1_000_000),
     piiPolicy: oneOf(env, 'PII_POLICY', PII_POLICIES, 'redact'),
+  };
+}
 
+function readLimitSettings(env: Env, rateWindowMs: number) {
+  return {
     rateWindowMs,
     ingestRateRequests: int(env, 'INGEST_RATE_REQUESTS', 100, 1, 10_000_000),
     ingestRateEvents: int(env, 'INGEST_RATE_EVENTS', 50_000, 1, 1_000_000_000),
@@ -352,7 +385,11 @@ function readConfig(env: Env): AppConfig {
       1_000_000,
     ),
     authFailureLimit: int(env, 'AUTH_FAILURE_LIMIT', 20, 1, 10_000_000),
+  };
+}
 
+function readJobSettings(env: Env) {
+  return {
     rollupsEnabled: bool(env, 'ROLLUPS_ENABLED', true),
     rollupIntervalSeconds: int(env, 'ROLLUP_INTERVAL_SECONDS', 60, 1, 86_400),
     rollupsMaxRows: int(env, 'ROLLUPS_MAX_ROWS', 5_000, 1, 100_000),
