@@ -22,7 +22,7 @@ import { runLoad, percentiles } from '../lib/load.mjs';
 import { batchTemplate } from '../lib/events.mjs';
 import { freePort, makeTenant, sleep, startServer } from '../../test/reliability/harness.mjs';
 import { startReplicaPair, switchedToPrimaryAt } from '../../test/reliability/replica-pair.mjs';
-import { sample } from '../../test/support/metrics.mjs';
+import { sample } from '../../test/support/harness.js';
 
 const BATCH = 100;
 const SEED_REQUESTS = 200;
