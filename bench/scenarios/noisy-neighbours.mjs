@@ -56,6 +56,19 @@ const ingest = (base, key, tag) =>
     return res.status;
   });
 
+/**
+ * The refusal itself: on a fast machine the paced loop above may never overlap two heavy reads,
+ * so bursts of four at once follow until the key's concurrency or time budget refuses one
+ * (at most 50 bursts).
+ */
+async function noisyUntilRefused(base, noisy, statuses) {
+  const heavy = { appId: noisy.appId, eventName: 'a', sessionId: 's', limit: 1 };
+  const count = (s) => (statuses[s] = (statuses[s] ?? 0) + 1);
+  for (let burst = 0; burst < 50 && !statuses[429]; burst++) {
+    await Promise.all(Array.from({ length: 4 }, () => get(base, noisy.apiKey, heavy).then(count)));
+  }
+}
+
 async function readIsolation({ base, url, noisy, quiet, rounds }) {
   const db = await connect(url);
   await db.query(
@@ -91,6 +104,7 @@ async function readIsolation({ base, url, noisy, quiet, rounds }) {
     clearInterval(fire);
     await Promise.all(inFlight);
   }
+  await noisyUntilRefused(base, noisy, noisyStatuses);
   const ms = (runs) => runs.map((r) => r.ms);
   return {
     rounds,
