@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { normaliseAppId } from '@app/common/ids';
@@ -52,8 +53,6 @@ function instant(field: 'from' | 'to', value: string): number {
 export function positionOf(row: EventRow): ExportPosition {
   return { receivedUs: BigInt(row.received_us), id: BigInt(row.id) };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The rules of the raw export (docs/reads.md, "Export to a warehouse"). */
 @Injectable()
