@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { normaliseAppId } from '@app/common/ids';
 import { invalidQuery } from '@app/common/query-validation.pipe';
-import { decodeCursor, encodeCursor } from './cursor';
+import { decodeCursor, encodeCursor } from '@app/common/reads/cursor';
 import { EventFilters, EventRepository } from './event.repository';
 import type { EventRecordDto } from '@app/common/reads/event-record.dto';
 import { toEventRecord } from '@app/common/reads/event-record';

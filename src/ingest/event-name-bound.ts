@@ -1,5 +1,10 @@
 import { DAY_MS, utcDateString } from '@app/common/time';
-import type { EventNameAdmission } from './event-validator';
+
+/** Admits an otherwise valid event's name on its day, or refuses it with `message`. */
+export interface EventNameAdmission {
+  admit(eventName: string, ts: number): boolean;
+  readonly message: string;
+}
 
 /** Loads the event names already stored for an app's UTC day (`YYYY-MM-DD`). */
 export type DayNamesLoader = (appId: string, day: string) => Promise<string[]>;

@@ -41,12 +41,6 @@ export interface EventRules {
   suppressed?: SuppressionMatcher | null;
 }
 
-/** Admits an otherwise valid event's name on its day, or refuses it with `message`. */
-export interface EventNameAdmission {
-  admit(eventName: string, ts: number): boolean;
-  readonly message: string;
-}
-
 const CONTEXT_FIELDS = ['platform', 'appVersion', 'buildNumber', 'osVersion', 'deviceModel'] as const;
 
 const KNOWN_FIELDS = new Set<string>([

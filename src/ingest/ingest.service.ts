@@ -15,8 +15,7 @@ import { CLOCK_SKEW_TOLERANCE_MS, dedupWindowMs, maxEventsPerRequest } from './i
 import { IngestWriter } from './ingest-writer';
 import type { AcceptedEvent, IngestResult } from './ingest.types';
 import { pseudonymise } from './pii';
-import type { EventNameAdmission } from './event-validator';
-import { EventNameBound } from './event-name-bound';
+import { EventNameBound, type EventNameAdmission } from './event-name-bound';
 import { PlansService } from '@app/plans/plans.service';
 import { PlanEnforcement } from '@app/plans/plan-enforcement';
 import type { CompiledPlan } from '@app/plans/compiled-plan';
