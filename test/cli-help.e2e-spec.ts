@@ -232,9 +232,13 @@ describe('the tally bin', () => {
     expect(pkg.bin).toEqual({ tally: 'dist/src/cli/main.js' });
   });
 
-  it("runs as ./tally (the README's form), through npx and through npm run -s cli", async () => {
-    const script = await exec(path.join(ROOT, 'tally'), ['keys', 'create-ingest', '--help'], { cwd: ROOT });
+  it("runs as node_modules/.bin/tally (the README's form), through npx and through npm run -s cli", async () => {
+    const linked = path.join(ROOT, 'node_modules/.bin/tally');
+    const script = await exec(linked, ['keys', 'create-ingest', '--help'], { cwd: ROOT });
     expect(script.stdout).toBe((await cli('keys', 'create-ingest', '--help')).stdout);
+    // The link starts the CLI itself: no npm in between, so its exit code is the CLI's own.
+    const usage = await exec(linked, ['keys', 'create'], { cwd: ROOT }).catch((err: { code: number }) => err);
+    expect(usage).toMatchObject({ code: 2 });
     const npx = await exec('npx', ['--no-install', 'tally', '--help'], { cwd: ROOT });
     expect(npx.stdout).toContain('Usage: tally <command> [options]');
     const direct = await exec(BIN, ['keys', 'rotate', '--help'], { cwd: ROOT });

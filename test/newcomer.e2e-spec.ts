@@ -17,7 +17,7 @@ describe('newcomer path: the README and guides work as written', () => {
   it("the README's copy-paste line puts the seed's keys into $APP_ID, $LIVE_KEY and $API_KEY", async () => {
     const line = read('README.md')
       .split('\n')
-      .find((l) => l.startsWith('eval "$(./tally seed --json'));
+      .find((l) => l.startsWith('eval "$(node_modules/.bin/tally seed --json'));
     expect(line).toBeDefined();
     const { stdout } = await exec('bash', ['-c', `${line}\necho "$APP_ID $LIVE_KEY $API_KEY"`], {
       cwd: ROOT,

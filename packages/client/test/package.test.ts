@@ -10,6 +10,9 @@ import { join, resolve } from 'node:path';
 jest.setTimeout(120_000);
 
 const PACKAGE = resolve(__dirname, '..');
+// The client supports older Node releases than the server: CI names the oldest one it has in
+// TALLY_CLIENT_OLDEST_NODE (a path to its `node`), and the package is loaded with it too.
+const NODES = [process.execPath, process.env.TALLY_CLIENT_OLDEST_NODE].filter((n): n is string => !!n);
 
 const SCRIPT = (load: string) => `${load}
 const tally = new TallyClient({ endpoint: process.argv[2], ingestKey: 'tly_live_x', onError: (e) => console.error(e.message) });
@@ -75,13 +78,15 @@ describe('@tally/client from a project outside the repository', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it.each([
-    ['require', 'main.cjs'],
-    ['import', 'main.mjs'],
-  ])('loads with %s and tracks an event', async (via, file) => {
+  it.each(
+    NODES.flatMap((node) => [
+      ['require', 'main.cjs', node],
+      ['import', 'main.mjs', node],
+    ]),
+  )('loads with %s (%s) and tracks an event on %s', async (via, file, node) => {
     // execFile, not execFileSync: the stub server runs in this process.
     const out = await new Promise<string>((res, rej) =>
-      execFile(process.execPath, [file, endpoint, via], { cwd: join(dir, 'app') }, (err, stdout) =>
+      execFile(node, [file, endpoint, via], { cwd: join(dir, 'app') }, (err, stdout) =>
         err ? rej(err) : res(stdout),
       ),
     );

@@ -5,7 +5,7 @@ import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const STAMP = path.join(ROOT, 'dist', '.build-stamp');
 // What `npm run build` reads: the service, migrations, the dashboard, the client, and their configs.
 const INPUTS = [
@@ -46,6 +46,6 @@ if (mode === '--write') {
   if (built === 0 || changed >= built) process.exit(1);
   process.stdout.write('tally: the build is up to date (dist/.build-stamp); not building again\n');
 } else {
-  process.stderr.write('usage: node scripts/build-stamp.mjs --write | --check\n');
+  process.stderr.write('usage: node packages/cli/build-stamp.mjs --write | --check\n');
   process.exit(2);
 }
