@@ -122,6 +122,15 @@ export default tseslint.config(
         'error',
         { object: 'process', property: 'env', message: 'Read configuration through src/config.' },
       ],
+      // Periodic background work starts one way (src/common/jobs.ts): @Interval for a fixed
+      // period, startJob for a configured one.
+      'no-restricted-globals': [
+        'error',
+        {
+          name: 'setInterval',
+          message: 'Start background work with @Interval or startJob (src/common/jobs.ts).',
+        },
+      ],
     },
   },
 );

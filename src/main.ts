@@ -33,6 +33,7 @@ function drainHttp(server: Server, deadlineMs: number): Promise<boolean> {
     server.close(() => finish(true));
     server.closeIdleConnections();
     // A connection busy when close() ran becomes idle once its response is sent; sweep again.
+    // eslint-disable-next-line no-restricted-globals -- part of the shutdown sequence, not background work.
     const sweeper = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
     const deadline = setTimeout(() => {
       server.closeAllConnections();

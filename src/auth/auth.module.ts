@@ -8,6 +8,7 @@ import { KeyRepository } from './key.repository';
 import { AppsService } from './apps.service';
 import { KeysService } from './keys.service';
 import { KeyVerifier } from './key-verifier';
+import { KeyUsageFlusher } from './key-usage.flusher';
 import { AuthFailureLimiter } from './auth-failure.limiter';
 import { KeyAuthenticator } from './key-auth';
 import { IngestKeyGuard } from './ingest-key.guard';
@@ -25,6 +26,7 @@ import { ReadSlots } from './read-concurrency.interceptor';
     AppsService,
     KeysService,
     KeyVerifier,
+    KeyUsageFlusher,
     AuthFailureLimiter,
     KeyAuthenticator,
     IngestKeyGuard,

@@ -1,4 +1,3 @@
-import type { OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { Inject, Injectable } from '@app/common/di';
 import { AppsService } from './apps.service';
@@ -8,15 +7,14 @@ import { hashKey, parseKey } from './key-format';
 import type { RequestKey } from './authenticated-request';
 
 const CACHE_MAX_ENTRIES = 10_000;
-const LAST_USED_FLUSH_MS = 5_000;
 
 /**
  * Verifies a presented key string: its checksum, then this instance's cache of key rows, then the
- * database. It also batches the keys' last-used times. Key administration (KeysService) drops the
- * cache when it revokes or rotates a key.
+ * database. It also batches the keys' last-used times (KeyUsageFlusher writes them). Key
+ * administration (KeysService) drops the cache when it revokes or rotates a key.
  */
 @Injectable()
-export class KeyVerifier implements OnModuleInit, OnModuleDestroy {
+export class KeyVerifier {
   // hash (hex) → the key row and when it was read. A revocation is announced to every instance
   // at once (KeyRevocationListener); when that notification is missed, entries are still never
   // served past KEY_CACHE_TTL_MS (at most 30 s).
@@ -25,23 +23,12 @@ export class KeyVerifier implements OnModuleInit, OnModuleDestroy {
   // hash (hex) of well-formed keys a lookup found unknown → when; trusted for KEY_CACHE_TTL_MS.
   private readonly unknown = new Map<string, number>();
   private readonly used = new Set<string>();
-  private flushTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly keys: KeyRepository,
     private readonly apps: AppsService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
-
-  onModuleInit(): void {
-    this.flushTimer = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
-    this.flushTimer.unref();
-  }
-
-  async onModuleDestroy(): Promise<void> {
-    clearInterval(this.flushTimer);
-    await this.flushLastUsed();
-  }
 
   /**
    * Resolves a presented key to a usable key, or null when it is malformed, unknown, revoked

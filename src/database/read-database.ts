@@ -1,4 +1,5 @@
 import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Interval } from '@nestjs/schedule';
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import { createDataSource, DataSourceSettings } from './data-source';
@@ -86,7 +87,6 @@ export class ReplicaReadDatabase
   private replica: DataSource | null = null;
   private replicaCheck: Client | null = null;
   private primaryCheck: Client | null = null;
-  private timer: NodeJS.Timeout | null = null;
   private checking = false;
   private stopped = false;
   private reachable = false;
@@ -135,13 +135,15 @@ export class ReplicaReadDatabase
 
   onApplicationBootstrap(): void {
     void this.check();
-    this.timer = setInterval(() => void this.check(), CHECK_INTERVAL_MS);
-    this.timer.unref();
+  }
+
+  @Interval('read-replica-check', CHECK_INTERVAL_MS)
+  scheduledCheck(): void {
+    void this.check();
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
     await Promise.all(
       [this.replicaCheck?.end(), this.primaryCheck?.end()].map((p) => p?.catch(() => undefined)),
     );

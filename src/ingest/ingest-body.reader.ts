@@ -78,6 +78,7 @@ class UploadWatch extends Transform {
 
   constructor(private readonly pace: UploadPace) {
     super();
+    // eslint-disable-next-line no-restricted-globals -- one request's idle watchdog, not background work.
     this.timer = setInterval(() => this.check(), Math.max(25, Math.min(1000, pace.idleMs / 4)));
   }
 

@@ -1,4 +1,5 @@
-import { Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Interval } from '@nestjs/schedule';
 import { utcDateString } from '@app/common/time';
 import type { QualityTally } from './plan-gate';
 import { QualityRepository, QualityRow, RuleRow } from './quality.repository';
@@ -22,25 +23,21 @@ export interface EventQuality {
  * figures guide the rollout of a plan, they are not billing.
  */
 @Injectable()
-export class QualityService implements OnModuleInit, OnApplicationShutdown {
+export class QualityService implements OnApplicationShutdown {
   private readonly logger = new Logger('PlanQuality');
   private quality = new Map<string, QualityRow>();
   private rules = new Map<string, RuleRow>();
-  private timer?: NodeJS.Timeout;
 
   constructor(private readonly repository: QualityRepository) {}
 
-  onModuleInit(): void {
-    this.timer = setInterval(() => {
-      this.flush().catch((err: Error) =>
-        this.logger.warn(`adding the data-quality counts failed: ${err.message}`),
-      );
-    }, QUALITY_FLUSH_MS);
-    this.timer.unref();
+  @Interval('plan-quality-flush', QUALITY_FLUSH_MS)
+  async scheduledFlush(): Promise<void> {
+    await this.flush().catch((err: Error) =>
+      this.logger.warn(`adding the data-quality counts failed: ${err.message}`),
+    );
   }
 
   async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.timer);
     await this.flush().catch(() => undefined);
   }
 

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Interval } from '@nestjs/schedule';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AuditService } from '@app/audit/audit.service';
 import { PgListener } from '@app/common/pg-listener';
@@ -24,11 +25,11 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
   private readonly logger = new Logger('Deletions');
   private readonly listener: PgListener;
   private readonly job: DeletionJob;
-  private poll: NodeJS.Timeout | null = null;
   private wake: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
   private stopping = false;
+  private started = false;
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -66,13 +67,17 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
         this.kick();
       },
     });
-    this.poll = setInterval(() => this.kick(), POLL_MS);
-    this.poll.unref();
+    this.started = true;
+  }
+
+  /** The fallback poll: runs the deletions that are due. */
+  @Interval('deletions-poll', POLL_MS)
+  poll(): void {
+    if (this.started) this.kick();
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.stopping = true;
-    if (this.poll) clearInterval(this.poll);
     if (this.wake) clearTimeout(this.wake);
     await this.listener.stop();
     await this.running?.catch(() => undefined);

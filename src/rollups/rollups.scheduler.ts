@@ -2,14 +2,15 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@n
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { MetricsService } from '@app/common/metrics/metrics.service';
+import { startJob } from '@app/common/jobs';
 import { RollupsService } from './rollups.service';
 
 export const ROLLUP_INTERVAL_NAME = 'rollups';
 
 /**
  * Triggers the rollup computation every ROLLUP_INTERVAL_SECONDS when ROLLUPS_ENABLED. The
- * interval comes from the configuration, so it is registered at boot rather than declared with
- * a decorator. The registry is absent where the schedule module is not loaded (the CLI).
+ * interval comes from the configuration, so it starts with `startJob` at boot rather than with a
+ * decorator. The registry is absent where the schedule module is not loaded (the CLI).
  */
 @Injectable()
 export class RollupsScheduler implements OnApplicationBootstrap {
@@ -24,8 +25,12 @@ export class RollupsScheduler implements OnApplicationBootstrap {
 
   onApplicationBootstrap(): void {
     if (!this.config.rollupsEnabled || !this.registry) return;
-    const handle = setInterval(() => void this.tick(), this.config.rollupIntervalSeconds * 1000);
-    this.registry.addInterval(ROLLUP_INTERVAL_NAME, handle);
+    startJob(this.registry, {
+      name: ROLLUP_INTERVAL_NAME,
+      everyMs: this.config.rollupIntervalSeconds * 1000,
+      run: () => this.tick(),
+      logger: this.logger,
+    });
   }
 
   async tick(): Promise<void> {

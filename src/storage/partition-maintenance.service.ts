@@ -1,6 +1,14 @@
 import { DAY_MS, HOUR_MS, utcDateString, utcDayStart } from '@app/common/time';
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { Interval } from '@nestjs/schedule';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+  Optional,
+} from '@nestjs/common';
+import { Interval, SchedulerRegistry } from '@nestjs/schedule';
+import { BackgroundJob, startJob } from '@app/common/jobs';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { filledRangesEnd, PartitionRepository } from './partition.repository';
 
@@ -26,6 +34,7 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap, OnAp
   constructor(
     private readonly partitions: PartitionRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Optional() private readonly registry?: SchedulerRegistry,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -38,44 +47,36 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap, OnAp
       this.logger.error(`building the current days' lookup indexes failed: ${err.message}`);
       return [];
     });
-    if (this.config.lookupSummaryIntervalMs > 0) {
-      this.summaryTimer = setInterval(() => void this.summarizeTick(), this.config.lookupSummaryIntervalMs);
+    if (this.config.lookupSummaryIntervalMs > 0 && this.registry) {
+      this.summaryJob = startJob(this.registry, {
+        name: 'lookup-summaries',
+        everyMs: this.config.lookupSummaryIntervalMs,
+        run: () => this.summarizeLookups(),
+        logger: this.logger,
+      });
     }
   }
 
   /** The start-up pass over the current days' lookup indexes, while it runs (for shutdown and tests). */
   pendingLookups: Promise<string[]> = Promise.resolve([]);
 
-  private summaryTimer?: NodeJS.Timeout;
-  private summarizing: Promise<void> | null = null;
+  private summaryJob?: BackgroundJob;
 
   async onApplicationShutdown(): Promise<void> {
-    clearInterval(this.summaryTimer);
-    await this.summarizing;
+    await this.summaryJob?.stop();
     await this.pendingLookups;
-  }
-
-  /**
-   * Summarizes the lookup indexes' filled block ranges. Until a range is summarized, every
-   * read of its day that the lookup index serves (a sessionId, an anonymousUserId, a rare
-   * eventName) reads all of its rows; at 30,000 events/s and the default 2 s, that is under
-   * 60,000 rows, plus the two ranges still being filled. One pass at a time: a tick that finds
-   * the last one still running does nothing.
-   */
-  private summarizeTick(): void {
-    if (this.summarizing) return;
-    this.summarizing = this.summarizeLookups()
-      .then(() => undefined)
-      .catch((err: Error) => this.logger.error(`summarizing the lookup indexes failed: ${err.message}`))
-      .finally(() => (this.summarizing = null));
   }
 
   /** Per lookup index, the first block whose range this instance has not summarized yet. */
   private readonly summarizedUpTo = new Map<string, number>();
 
   /**
-   * One summary pass over the lookup indexes of every partition. Returns the ranges summarized
-   * and the indexes left to the next pass because their partition was locked.
+   * One summary pass over the lookup indexes of every partition, the `lookup-summaries` job
+   * (one pass at a time). Until a range is summarized, every read of its day that the lookup
+   * index serves (a sessionId, an anonymousUserId, a rare eventName) reads all of its rows; at
+   * 30,000 events/s and the default 2 s, that is under 60,000 rows, plus the two ranges still
+   * being filled. Returns the ranges summarized and the indexes left to the next pass because
+   * their partition was locked.
    */
   async summarizeLookups(
     lockTimeoutMs = LOOKUP_LOCK_TIMEOUT_MS,

@@ -23,18 +23,20 @@ export abstract class RateLimitStore {
   abstract close(): Promise<void>;
 }
 
+/** How often, at most, a hit also drops the windows that have ended. */
+const SWEEP_EVERY_MS = 10_000;
+
+/**
+ * The counters of one instance. Ended windows are dropped by the hits themselves, at most once
+ * every SWEEP_EVERY_MS, so the store needs no timer of its own.
+ */
 export class MemoryRateLimitStore extends RateLimitStore {
   private readonly windows = new Map<string, { count: number; resetAt: number }>();
-  private readonly sweeper: NodeJS.Timeout;
-
-  constructor() {
-    super();
-    this.sweeper = setInterval(() => this.sweep(), 10_000);
-    this.sweeper.unref();
-  }
+  private sweptAt = Date.now();
 
   async hit(key: string, cost: number, windowMs: number): Promise<WindowCount> {
     const now = Date.now();
+    if (now - this.sweptAt >= SWEEP_EVERY_MS) this.sweep(now);
     let entry = this.windows.get(key);
     if (!entry || entry.resetAt <= now) {
       entry = { count: 0, resetAt: now + windowMs };
@@ -51,12 +53,12 @@ export class MemoryRateLimitStore extends RateLimitStore {
     return { count: entry.count, resetMs: entry.resetAt - now };
   }
 
-  private sweep(): void {
-    const now = Date.now();
+  private sweep(now: number): void {
+    this.sweptAt = now;
     for (const [key, entry] of this.windows) if (entry.resetAt <= now) this.windows.delete(key);
   }
 
   async close(): Promise<void> {
-    clearInterval(this.sweeper);
+    this.windows.clear();
   }
 }
