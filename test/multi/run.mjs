@@ -167,6 +167,7 @@ async function checkSuppression(a, b) {
       refusedAfter = Date.now() - answeredAt;
       break;
     }
+    // Poll interval of the wait on B refusing the user.
     await sleep(50);
   }
   check(
@@ -182,6 +183,7 @@ async function checkSuppression(a, b) {
     });
     status = (await got.json()).status;
     if (status === 'done') break;
+    // Poll interval of the wait on the deletion ending.
     await sleep(100);
   }
   check('the deletion ends done, seen through B', status === 'done', String(status));
@@ -229,6 +231,7 @@ async function checkPlanPropagation(a, b) {
     const res = await probe(b);
     if (res.body?.rejected === 1 && res.body.errors?.[0]?.code === 'unplanned_event')
       after = Date.now() - storedAt;
+    // Poll interval of the wait on the new plan being in force.
     else await sleep(20);
   }
   check(

@@ -122,6 +122,7 @@ async function main() {
         );
         server = await startServer({ databaseUrl: db.url, port });
       }
+      // Poll interval of the loop that waits on the deletion row's progress.
       await sleep(20);
       row = await deletionRow(db.pool, id);
     }

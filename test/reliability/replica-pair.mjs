@@ -163,6 +163,7 @@ export async function startReplicaPair(label = 'replica') {
         );
         if (!behind) return;
         if (Date.now() > deadline) throw new Error(`standby did not replay up to ${lsn} in ${timeoutMs} ms`);
+        // Poll interval of the wait on the standby's replay position.
         await sleep(50);
       }
     },

@@ -44,6 +44,7 @@ async function until(probe, ms = WAIT_MS) {
   for (;;) {
     if (await probe()) return true;
     if (Date.now() > deadline) return false;
+    // Poll interval of the wait on `probe`.
     await sleep(50);
   }
 }
@@ -64,6 +65,7 @@ function ingestLoop(server, tenant) {
       const res = await ingest(server.base, tenant.ingestKey, events, 10_000);
       if (res.status === 200) acked.push(...events.map((e) => e.eventId));
       else failures++;
+      // Pacing: a steady background load, one batch every 50 ms.
       await sleep(50);
     }
   })();
