@@ -32,13 +32,18 @@ function datesToCheck(zone: string): string[] {
   return [...dates];
 }
 
-// Zones whose 2026 rules differ between the tz data of Node's ICU and PostgreSQL's own copy.
+// Zones whose 2026 rules differ between the tz data of Node's ICU and PostgreSQL's own copy,
+// for the Node releases Tally runs on (Node 20's ICU has tz 2025c, Node 22.23's has 2026c).
 // Tally computes every day boundary with Intl only (ingest's marks, the computation, `final`),
 // so such a difference cannot split one day between two sets of rules; it only means that a
 // query of the events table with `AT TIME ZONE` would see other midnights.
 const TZDATA_DIFFERENCES: Record<string, string> = {
   'America/Vancouver':
     "PostgreSQL 18's tz data keeps British Columbia on UTC-07 from November 2026; Node 20's ICU still falls back",
+  'America/Edmonton':
+    "tz 2026c keeps Alberta on UTC-06 after March 2026; PostgreSQL 18's copy falls back in November",
+  'Africa/Casablanca': "tz 2026c and PostgreSQL 18's copy put Morocco's 2026 offset changes on other dates",
+  'Africa/El_Aaiun': 'follows Africa/Casablanca',
 };
 
 /**
