@@ -25,6 +25,8 @@ export interface RollupRow {
   fvMax: number | null;
   /** computed_at in epoch ms. */
   computedMs: number;
+  /** The instant the row's day ended in its zone, epoch ms (day_end, stored by the computation). */
+  dayEndMs: number;
   /** The IANA zone the row's day was computed in. */
   timezone: string;
 }
@@ -42,6 +44,13 @@ const LIST_COLUMNS: readonly { field: keyof RollupRow; sql: string; bigint?: tru
   { field: 'fvMin', sql: 'fv_min' },
   { field: 'fvMax', sql: 'fv_max' },
   { field: 'computedMs', sql: 'floor(extract(epoch FROM computed_at) * 1000)::bigint', bigint: true },
+  {
+    // Rows computed before day_end existed are UTC days. The same expression as the index of
+    // unfinalised rows.
+    field: 'dayEndMs',
+    sql: `floor(extract(epoch FROM COALESCE(day_end, (day + 1)::timestamp AT TIME ZONE 'UTC')) * 1000)::bigint`,
+    bigint: true,
+  },
   { field: 'timezone', sql: 'timezone' },
 ];
 
@@ -60,7 +69,7 @@ SELECT ${LIST_COLUMNS.map((c) => c.sql).join(', ')}
    AND ($6::date IS NULL OR (r.day, r.event_name, r.is_test_mode) > ($6::date, $7::text, $8::boolean))
  ORDER BY r.day, r.event_name, r.is_test_mode
  LIMIT $9`;
-const LIST_NAME = 'tally_rollups_list_v3';
+const LIST_NAME = 'tally_rollups_list_v4';
 
 type ListRow = unknown[];
 

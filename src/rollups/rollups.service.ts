@@ -2,7 +2,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/c
 import type { QueryRunner } from 'typeorm';
 import { AppError } from '@app/common/app-error';
 import { utcDateString } from '@app/common/time';
-import { localDateString, localDayBounds } from '@app/common/timezones';
+import { localDateString } from '@app/common/timezones';
 import { normaliseAppId, UUID } from '@app/common/ids';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { invalidQuery } from '@app/common/query-validation.pipe';
@@ -74,7 +74,7 @@ function toRecord(appId: string, row: RollupRow): RollupRecordDto {
             avg: row.fvSum! / fvCount,
           },
     // Final once computed after the day ended in its zone: no later event can change it.
-    final: row.computedMs >= localDayBounds(row.day, row.timezone).end,
+    final: row.computedMs >= row.dayEndMs,
     computedAt: row.computedMs,
     timezone: row.timezone,
   };

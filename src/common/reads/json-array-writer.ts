@@ -14,8 +14,9 @@ export async function writeJsonArray(res: Response, items: readonly unknown[]): 
   for (let i = 0; i < items.length; i += ITEMS_PER_CHUNK) {
     // The client went away: nothing more to send.
     if (res.destroyed) return;
-    const chunk = items.slice(i, i + ITEMS_PER_CHUNK).map((item) => JSON.stringify(item));
-    if (!res.write(open + chunk.join(','))) await drained(res);
+    // One stringify per chunk (its brackets dropped) costs less than one per item and a join.
+    const chunk = JSON.stringify(items.slice(i, i + ITEMS_PER_CHUNK));
+    if (!res.write(open + chunk.slice(1, -1))) await drained(res);
     open = ',';
   }
   res.end(items.length === 0 ? '[]' : ']');
