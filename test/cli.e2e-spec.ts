@@ -31,6 +31,26 @@ function expectRefused(run: Run, pattern: RegExp) {
   expect(run.stderr.trim().split('\n')).toHaveLength(1);
 }
 
+/**
+ * Two apps and one API key on both, with both read scopes and an expiry in 30 days; `before` is
+ * the time just before the key was made.
+ */
+async function twoAppReadKey(names: [string, string], ...options: string[]) {
+  const a = (await cli('apps', 'create', '--name', names[0], '--json')).json;
+  const b = (await cli('apps', 'create', '--name', names[1], '--json')).json;
+  const scopes = ['--scope', 'events:read', '--scope', 'rollups:read', '--expires-in-days', '30'];
+  const before = Date.now();
+  const run = await cli('keys', 'create-api', '--app', a.id, '--app', b.id, ...scopes, ...options, '--json');
+  return { a, b, run, before };
+}
+
+/** The key expires `days` days after it was made, give or take a second. */
+function expectExpiresIn(expiresAt: string, days: number, before: number): void {
+  const expires = Date.parse(expiresAt);
+  expect(expires).toBeGreaterThanOrEqual(before + days * DAY_MS - 1000);
+  expect(expires).toBeLessThanOrEqual(Date.now() + days * DAY_MS + 1000);
+}
+
 describe('admin CLI: JSON documents and exit codes', () => {
   // No key cache, so that an expiry set by the CLI is seen by the server at once.
   const t = useTestApp({ KEY_CACHE_TTL_MS: '0' });
@@ -88,24 +108,7 @@ describe('admin CLI: JSON documents and exit codes', () => {
   });
 
   it('keys create-api issues a scoped key for several apps, with an expiry', async () => {
-    const a = (await cli('apps', 'create', '--name', 'A', '--json')).json;
-    const b = (await cli('apps', 'create', '--name', 'B', '--json')).json;
-    const before = Date.now();
-    const run = await cli(
-      'keys',
-      'create-api',
-      '--app',
-      a.id,
-      '--app',
-      b.id,
-      '--scope',
-      'events:read',
-      '--scope',
-      'rollups:read',
-      '--expires-in-days',
-      '30',
-      '--json',
-    );
+    const { a, b, run, before } = await twoAppReadKey(['A', 'B']);
     expect(run.json).toEqual({
       id: expect.stringMatching(UUID),
       key: expect.stringMatching(/^tly_api_[0-9A-Za-z]{49}$/),
@@ -113,9 +116,7 @@ describe('admin CLI: JSON documents and exit codes', () => {
       scopes: ['events:read', 'rollups:read'],
       expiresAt: expect.stringMatching(ISO),
     });
-    const expires = Date.parse(run.json.expiresAt);
-    expect(expires).toBeGreaterThanOrEqual(before + 30 * 86_400_000 - 1000);
-    expect(expires).toBeLessThanOrEqual(Date.now() + 30 * 86_400_000 + 1000);
+    expectExpiresIn(run.json.expiresAt, 30, before);
     const noExpiry = await cli('keys', 'create-api', '--app', a.id, '--scope', 'events:read', '--json');
     expect(noExpiry.json.expiresAt).toBeNull();
     const res = await request(t.http).get('/api/v1/events').query({ appId: b.id }).set(bearer(run.json.key));
@@ -336,27 +337,8 @@ describe('tally keys list and keys rotate', () => {
   });
 
   it('rotate replaces an API key: the new key works, the old one until the grace period ends', async () => {
-    const a = (await cli('apps', 'create', '--name', 'Rotate A', '--json')).json;
-    const b = (await cli('apps', 'create', '--name', 'Rotate B', '--json')).json;
-    const old = (
-      await cli(
-        'keys',
-        'create-api',
-        '--app',
-        a.id,
-        '--app',
-        b.id,
-        '--scope',
-        'events:read',
-        '--scope',
-        'rollups:read',
-        '--expires-in-days',
-        '30',
-        '--name',
-        'reporting',
-        '--json',
-      )
-    ).json;
+    const { a, b, run: created } = await twoAppReadKey(['Rotate A', 'Rotate B'], '--name', 'reporting');
+    const old = created.json;
     const before = Date.now();
     const run = await cli('keys', 'rotate', old.id, '--grace-days', '2', '--json');
     expect(run.code).toBe(0);
@@ -385,9 +367,7 @@ describe('tally keys list and keys rotate', () => {
       expiresAt: expect.stringMatching(ISO),
     });
     expect(listed[old.id].expiresAt).toBe(run.json.old.expiresAt);
-    const newExpiry = Date.parse(listed[run.json.new.id].expiresAt);
-    expect(newExpiry).toBeGreaterThanOrEqual(before + 30 * DAY_MS - 1000);
-    expect(newExpiry).toBeLessThanOrEqual(Date.now() + 30 * DAY_MS + 1000);
+    expectExpiresIn(listed[run.json.new.id].expiresAt, 30, before);
     // After the grace period the old key is refused and the new one still works.
     await t.db.query('UPDATE keys SET expires_at = now() WHERE id = $1', [old.id]);
     const refused = await readEvents(a.id, old.key);
