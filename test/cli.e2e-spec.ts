@@ -7,7 +7,7 @@ import { KeyVerifier } from '@app/auth/key-verifier';
 import { runCli } from '@app/cli/main';
 import { UUID } from '@app/common/ids';
 import { DAY_MS } from '@app/common/time';
-import { bearer } from './factories';
+import { bearer, postIngest } from './factories';
 import { testEnv, useTestApp } from './support/test-app';
 import { runTestCli, type CliRun } from './support/run-cli';
 
@@ -99,11 +99,7 @@ describe('admin CLI: JSON documents and exit codes', () => {
       appId: app.id,
       mode: 'test',
     });
-    const res = await request(t.http)
-      .post('/api/ingest')
-      .set(bearer(live.json.key))
-      .set('Content-Type', 'application/json')
-      .send({ events: [{ eventName: 'App.opened' }] });
+    const res = await postIngest(t.http, live.json.key, { events: [{ eventName: 'App.opened' }] });
     expect(res.status).toBe(200);
   });
 
@@ -273,11 +269,9 @@ describe('admin CLI: JSON documents and exit codes', () => {
   it('rollups compute through the bin prints only its JSON document, with Nest quiet', async () => {
     const app = (await cli('apps', 'create', '--name', 'Computed', '--json')).json;
     const key = (await cli('keys', 'create-ingest', '--app', app.id, '--json')).json;
-    const sent = await request(t.http)
-      .post('/api/ingest')
-      .set(bearer(key.key))
-      .set('Content-Type', 'application/json')
-      .send({ events: [{ eventName: 'App.opened', anonymousUserId: 'u-1' }] });
+    const sent = await postIngest(t.http, key.key, {
+      events: [{ eventName: 'App.opened', anonymousUserId: 'u-1' }],
+    });
     expect(sent.status).toBe(200);
     const today = new Date().toISOString().slice(0, 10);
     const bin = path.resolve(__dirname, '../dist/src/cli/main.js');
@@ -296,12 +290,7 @@ describe('tally keys list and keys rotate', () => {
   const countKeys = async () => Number((await t.db.query('SELECT count(*) AS n FROM keys'))[0].n);
   const readEvents = (appId: string, key: string) =>
     request(t.http).get('/api/v1/events').query({ appId, limit: 1 }).set(bearer(key));
-  const ingest = (key: string) =>
-    request(t.http)
-      .post('/api/ingest')
-      .set(bearer(key))
-      .set('Content-Type', 'application/json')
-      .send({ events: [{ eventName: 'App.opened' }] });
+  const ingest = (key: string) => postIngest(t.http, key, { events: [{ eventName: 'App.opened' }] });
 
   it('keys list without --json is a table with last use and expiry', async () => {
     const app = (await cli('apps', 'create', '--name', 'Table', '--json')).json;
