@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { gzipSync } from 'node:zlib';
 import { ERROR_TITLES } from '@app/common/app-error';
 import { bearer, makeTenant } from './factories';
+import { storedEventCount } from './factories/events';
 import { percentEncode, RAW_QUERY_FRAGMENTS } from './support/query-text';
 import { useTestApp } from './support/test-app';
 
@@ -341,12 +342,7 @@ describe('fuzzing: no 5xx, problem+json with a stable code, and only accepted ev
     tenant = await makeTenant(t.app);
   });
 
-  async function stored(): Promise<number> {
-    const rows = (await t.db.query('SELECT count(*)::int AS n FROM events WHERE app_id = $1', [
-      tenant.appId,
-    ])) as { n: number }[];
-    return rows[0].n;
-  }
+  const stored = () => storedEventCount(t.db, tenant.appId);
 
   /** Sends one ingest request and checks the invariants, including the stored row count. */
   async function ingestChecked(send: () => request.Test): Promise<request.Response> {

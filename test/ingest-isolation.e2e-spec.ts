@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { makeTenant, postIngest } from './factories';
+import { storedEventCount } from './factories/events';
 import { waitFor } from './support/harness';
 import { startTestApp, TestApp } from './support/test-app';
 import { listen, startUpload } from './support/uploads';
@@ -117,10 +118,7 @@ describe('INGEST_BODY_IDLE_MS and INGEST_BODY_MIN_BYTES_PER_SECOND', () => {
     const res = await post(t, tenant.liveKey, batch('after', 60));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ accepted: 60 });
-    const rows = (await t.db.query(`SELECT count(*)::int AS n FROM events WHERE app_id = $1`, [
-      tenant.appId,
-    ])) as { n: number }[];
-    expect(rows[0].n).toBe(60);
+    expect(await storedEventCount(t.db, tenant.appId)).toBe(60);
   });
 
   it('answers 408 to a body that trickles in below the minimum rate, though never idle', async () => {

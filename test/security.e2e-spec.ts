@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { KeyRepository } from '@app/auth/key.repository';
 import { hashKey } from '@app/auth/key-format';
 import { bearer, makeApiKey, makeTenant, postIngest } from './factories';
-import { seedEvents } from './factories/events';
+import { seedEvents, storedEventCount } from './factories/events';
 import { startTestApp, TestApp, useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
@@ -30,12 +30,7 @@ const UNTHROTTLED = {
 
 const HOUR = 3_600_000;
 
-async function countEvents(t: TestApp, appId: string): Promise<number> {
-  const rows = (await t.db.query('SELECT count(*)::int AS n FROM events WHERE app_id = $1', [appId])) as {
-    n: number;
-  }[];
-  return rows[0].n;
-}
+const countEvents = (t: TestApp, appId: string) => storedEventCount(t.db, appId);
 
 describe('security review (OWASP API Security Top 10, 2023)', () => {
   const t = useTestApp(UNTHROTTLED);
