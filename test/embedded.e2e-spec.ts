@@ -14,7 +14,7 @@ const CLI = path.join(ROOT, 'dist/src/cli/main.js');
 
 /** This process's environment with the embedded cluster in `dir` on a free port, and no DATABASE_URL. */
 async function embeddedEnv(dir: string): Promise<NodeJS.ProcessEnv> {
-  const env = {
+  const env: NodeJS.ProcessEnv = {
     ...process.env,
     EMBEDDED_PG_DIR: dir,
     EMBEDDED_PG_PORT: String(await freePort()),
