@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { bearer, makeTenant } from './factories';
+import { bearer, makeTenant, postIngest } from './factories';
 import { startTestApp, useTestApp, TestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
@@ -91,22 +91,13 @@ describe('the invalid-key limit counts refused keys only, per address and key pr
       expectProblem(await read(t, tenant.appId, tenant.liveKey), 401, 'wrong_key_type');
     }
     expect((await read(t, tenant.appId, tenant.apiKey)).status).toBe(200);
-    const ingest = await request(t.http)
-      .post('/api/ingest')
-      .set(bearer(tenant.apiKey))
-      .set('Content-Type', 'application/json')
-      .send('{"events":[{"eventName":"x"}]}');
+    const ingest = await postIngest(t.http, tenant.apiKey, '{"events":[{"eventName":"x"}]}');
     expectProblem(ingest, 401, 'wrong_key_type');
   });
 
   it('guessed ingest keys block guessed ingest keys from the address, never a valid key', async () => {
     const tenant = await makeTenant(t.app);
-    const ingest = (key: string) =>
-      request(t.http)
-        .post('/api/ingest')
-        .set(bearer(key))
-        .set('Content-Type', 'application/json')
-        .send('{"events":[{"eventName":"x"}]}');
+    const ingest = (key: string) => postIngest(t.http, key, '{"events":[{"eventName":"x"}]}');
     for (let i = 0; i < LIMIT; i++) expectProblem(await ingest(badKey('tly_live_', i)), 401, 'invalid_key');
     expectProblem(await ingest(badKey('tly_live_', 99)), 429, 'too_many_auth_failures');
     expect((await ingest(tenant.liveKey)).status).toBe(200);

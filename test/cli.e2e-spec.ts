@@ -7,7 +7,7 @@ import { KeyVerifier } from '@app/auth/key-verifier';
 import { runCli } from '@app/cli/main';
 import { UUID } from '@app/common/ids';
 import { DAY_MS } from '@app/common/time';
-import { bearer } from './factories';
+import { bearer, postIngest } from './factories';
 import { testEnv, useTestApp } from './support/test-app';
 import { runTestCli, type CliRun } from './support/run-cli';
 
@@ -29,6 +29,26 @@ function expectRefused(run: Run, pattern: RegExp) {
   expect(run.stdout).toBe('');
   expect(run.stderr).toMatch(pattern);
   expect(run.stderr.trim().split('\n')).toHaveLength(1);
+}
+
+/**
+ * Two apps and one API key on both, with both read scopes and an expiry in 30 days; `before` is
+ * the time just before the key was made.
+ */
+async function twoAppReadKey(names: [string, string], ...options: string[]) {
+  const a = (await cli('apps', 'create', '--name', names[0], '--json')).json;
+  const b = (await cli('apps', 'create', '--name', names[1], '--json')).json;
+  const scopes = ['--scope', 'events:read', '--scope', 'rollups:read', '--expires-in-days', '30'];
+  const before = Date.now();
+  const run = await cli('keys', 'create-api', '--app', a.id, '--app', b.id, ...scopes, ...options, '--json');
+  return { a, b, run, before };
+}
+
+/** The key expires `days` days after it was made, give or take a second. */
+function expectExpiresIn(expiresAt: string, days: number, before: number): void {
+  const expires = Date.parse(expiresAt);
+  expect(expires).toBeGreaterThanOrEqual(before + days * DAY_MS - 1000);
+  expect(expires).toBeLessThanOrEqual(Date.now() + days * DAY_MS + 1000);
 }
 
 describe('admin CLI: JSON documents and exit codes', () => {
@@ -79,33 +99,12 @@ describe('admin CLI: JSON documents and exit codes', () => {
       appId: app.id,
       mode: 'test',
     });
-    const res = await request(t.http)
-      .post('/api/ingest')
-      .set(bearer(live.json.key))
-      .set('Content-Type', 'application/json')
-      .send({ events: [{ eventName: 'App.opened' }] });
+    const res = await postIngest(t.http, live.json.key, { events: [{ eventName: 'App.opened' }] });
     expect(res.status).toBe(200);
   });
 
   it('keys create-api issues a scoped key for several apps, with an expiry', async () => {
-    const a = (await cli('apps', 'create', '--name', 'A', '--json')).json;
-    const b = (await cli('apps', 'create', '--name', 'B', '--json')).json;
-    const before = Date.now();
-    const run = await cli(
-      'keys',
-      'create-api',
-      '--app',
-      a.id,
-      '--app',
-      b.id,
-      '--scope',
-      'events:read',
-      '--scope',
-      'rollups:read',
-      '--expires-in-days',
-      '30',
-      '--json',
-    );
+    const { a, b, run, before } = await twoAppReadKey(['A', 'B']);
     expect(run.json).toEqual({
       id: expect.stringMatching(UUID),
       key: expect.stringMatching(/^tly_api_[0-9A-Za-z]{49}$/),
@@ -113,9 +112,7 @@ describe('admin CLI: JSON documents and exit codes', () => {
       scopes: ['events:read', 'rollups:read'],
       expiresAt: expect.stringMatching(ISO),
     });
-    const expires = Date.parse(run.json.expiresAt);
-    expect(expires).toBeGreaterThanOrEqual(before + 30 * 86_400_000 - 1000);
-    expect(expires).toBeLessThanOrEqual(Date.now() + 30 * 86_400_000 + 1000);
+    expectExpiresIn(run.json.expiresAt, 30, before);
     const noExpiry = await cli('keys', 'create-api', '--app', a.id, '--scope', 'events:read', '--json');
     expect(noExpiry.json.expiresAt).toBeNull();
     const res = await request(t.http).get('/api/v1/events').query({ appId: b.id }).set(bearer(run.json.key));
@@ -272,11 +269,9 @@ describe('admin CLI: JSON documents and exit codes', () => {
   it('rollups compute through the bin prints only its JSON document, with Nest quiet', async () => {
     const app = (await cli('apps', 'create', '--name', 'Computed', '--json')).json;
     const key = (await cli('keys', 'create-ingest', '--app', app.id, '--json')).json;
-    const sent = await request(t.http)
-      .post('/api/ingest')
-      .set(bearer(key.key))
-      .set('Content-Type', 'application/json')
-      .send({ events: [{ eventName: 'App.opened', anonymousUserId: 'u-1' }] });
+    const sent = await postIngest(t.http, key.key, {
+      events: [{ eventName: 'App.opened', anonymousUserId: 'u-1' }],
+    });
     expect(sent.status).toBe(200);
     const today = new Date().toISOString().slice(0, 10);
     const bin = path.resolve(__dirname, '../dist/src/cli/main.js');
@@ -295,12 +290,7 @@ describe('tally keys list and keys rotate', () => {
   const countKeys = async () => Number((await t.db.query('SELECT count(*) AS n FROM keys'))[0].n);
   const readEvents = (appId: string, key: string) =>
     request(t.http).get('/api/v1/events').query({ appId, limit: 1 }).set(bearer(key));
-  const ingest = (key: string) =>
-    request(t.http)
-      .post('/api/ingest')
-      .set(bearer(key))
-      .set('Content-Type', 'application/json')
-      .send({ events: [{ eventName: 'App.opened' }] });
+  const ingest = (key: string) => postIngest(t.http, key, { events: [{ eventName: 'App.opened' }] });
 
   it('keys list without --json is a table with last use and expiry', async () => {
     const app = (await cli('apps', 'create', '--name', 'Table', '--json')).json;
@@ -336,27 +326,8 @@ describe('tally keys list and keys rotate', () => {
   });
 
   it('rotate replaces an API key: the new key works, the old one until the grace period ends', async () => {
-    const a = (await cli('apps', 'create', '--name', 'Rotate A', '--json')).json;
-    const b = (await cli('apps', 'create', '--name', 'Rotate B', '--json')).json;
-    const old = (
-      await cli(
-        'keys',
-        'create-api',
-        '--app',
-        a.id,
-        '--app',
-        b.id,
-        '--scope',
-        'events:read',
-        '--scope',
-        'rollups:read',
-        '--expires-in-days',
-        '30',
-        '--name',
-        'reporting',
-        '--json',
-      )
-    ).json;
+    const { a, b, run: created } = await twoAppReadKey(['Rotate A', 'Rotate B'], '--name', 'reporting');
+    const old = created.json;
     const before = Date.now();
     const run = await cli('keys', 'rotate', old.id, '--grace-days', '2', '--json');
     expect(run.code).toBe(0);
@@ -385,9 +356,7 @@ describe('tally keys list and keys rotate', () => {
       expiresAt: expect.stringMatching(ISO),
     });
     expect(listed[old.id].expiresAt).toBe(run.json.old.expiresAt);
-    const newExpiry = Date.parse(listed[run.json.new.id].expiresAt);
-    expect(newExpiry).toBeGreaterThanOrEqual(before + 30 * DAY_MS - 1000);
-    expect(newExpiry).toBeLessThanOrEqual(Date.now() + 30 * DAY_MS + 1000);
+    expectExpiresIn(listed[run.json.new.id].expiresAt, 30, before);
     // After the grace period the old key is refused and the new one still works.
     await t.db.query('UPDATE keys SET expires_at = now() WHERE id = $1', [old.id]);
     const refused = await readEvents(a.id, old.key);

@@ -12,6 +12,25 @@ const ROOT = path.resolve(__dirname, '..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
 const CLI = path.join(ROOT, 'dist/src/cli/main.js');
 
+/** This process's environment with the embedded cluster in `dir` on a free port, and no DATABASE_URL. */
+async function embeddedEnv(dir: string): Promise<NodeJS.ProcessEnv> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    EMBEDDED_PG_DIR: dir,
+    EMBEDDED_PG_PORT: String(await freePort()),
+    LOG_LEVEL: 'warn',
+  };
+  delete env.DATABASE_URL;
+  return env;
+}
+
+/** Runs `node src/database/embedded-pg.mjs <command> <dir>`, whatever it answers. */
+async function embeddedPg(command: 'stop' | 'destroy', dir: string): Promise<void> {
+  await exec(process.execPath, [path.join(ROOT, 'src/database/embedded-pg.mjs'), command, dir]).catch(
+    () => undefined,
+  );
+}
+
 function postmasterAlive(dir: string): boolean {
   const file = path.join(dir, 'pg', 'postmaster.pid');
   if (!existsSync(file)) return false;
@@ -36,20 +55,12 @@ describe('embedded PostgreSQL shared by the server and the CLI', () => {
   beforeAll(async () => {
     dir = path.join(os.tmpdir(), `tally-embedded-${randomUUID().slice(0, 8)}`);
     await fs.mkdir(dir, { mode: 0o755 });
-    env = {
-      ...process.env,
-      EMBEDDED_PG_DIR: dir,
-      EMBEDDED_PG_PORT: String(await freePort()),
-      LOG_LEVEL: 'warn',
-    };
-    delete env.DATABASE_URL;
+    env = await embeddedEnv(dir);
   });
 
   afterAll(async () => {
     for (const s of servers) if (s.exitCode === null) s.kill('SIGKILL');
-    await exec(process.execPath, [path.join(ROOT, 'src/database/embedded-pg.mjs'), 'stop', dir]).catch(
-      () => undefined,
-    );
+    await embeddedPg('stop', dir);
     await fs.rm(dir, { recursive: true, force: true });
   });
 
@@ -160,19 +171,11 @@ describe('embedded PostgreSQL under a folder others cannot traverse', () => {
     parent = path.join(os.tmpdir(), `tally-private-${randomUUID().slice(0, 8)}`);
     await fs.mkdir(parent, { mode: 0o700 });
     dir = path.join(parent, 'data');
-    env = {
-      ...process.env,
-      EMBEDDED_PG_DIR: dir,
-      EMBEDDED_PG_PORT: String(await freePort()),
-      LOG_LEVEL: 'warn',
-    };
-    delete env.DATABASE_URL;
+    env = await embeddedEnv(dir);
   });
 
   afterAll(async () => {
-    await exec(process.execPath, [path.join(ROOT, 'src/database/embedded-pg.mjs'), 'destroy', dir]).catch(
-      () => undefined,
-    );
+    await embeddedPg('destroy', dir);
     await fs.rm(parent, { recursive: true, force: true });
   });
 

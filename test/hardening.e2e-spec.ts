@@ -2,7 +2,7 @@ import request from 'supertest';
 import type { Response } from 'superagent';
 import { gunzipSync } from 'node:zlib';
 import { NOT_FOUND_DETAIL } from '@app/common/problem.filter';
-import { bearer, makeTenant } from './factories';
+import { bearer, makeTenant, postIngest } from './factories';
 import { expectProblem } from './support/problem';
 import { startTestApp, TestApp } from './support/test-app';
 
@@ -42,12 +42,7 @@ describe('hardening', () => {
   });
   afterAll(() => t.close());
 
-  const ingestRaw = (body: string) =>
-    request(t.http)
-      .post('/api/ingest')
-      .set(bearer(tenant.liveKey))
-      .set('Content-Type', 'application/json')
-      .send(body);
+  const ingestRaw = (body: string) => postIngest(t.http, tenant.liveKey, body);
 
   const storedNamed = async (eventName: string) => {
     const rows = (await t.db.query(
@@ -168,11 +163,7 @@ describe('hardening', () => {
           ...Array.from({ length: 5 }, () => ({ eventName: '' })),
           ...Array.from({ length: 4 }, () => ({ eventName: 'Capped.warned', extra: true })),
         ];
-        const res = await request(small.http)
-          .post('/api/ingest')
-          .set(bearer(own.liveKey))
-          .set('Content-Type', 'application/json')
-          .send(JSON.stringify({ events }));
+        const res = await postIngest(small.http, own.liveKey, JSON.stringify({ events }));
         expect(res.status).toBe(200);
         const body = res.body as IngestBody;
         expect(body).toEqual(expect.objectContaining({ accepted: 4, rejected: 5 }));

@@ -1,4 +1,5 @@
 import { makeTenant, postIngest } from './factories';
+import { storedEventCount } from './factories/events';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
@@ -27,10 +28,7 @@ describe('ingest CPU budget per key (INGEST_CPU_MS_PER_SECOND)', () => {
     expect(over.body.detail).toMatch(/CPU/);
     expect(Number(over.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(over.headers['connection']).toBe('close');
-    const stored = (await t.db.query(`SELECT count(*)::int AS n FROM events WHERE app_id = $1`, [
-      attacker.appId,
-    ])) as { n: number }[];
-    expect(stored[0].n).toBe(0);
+    expect(await storedEventCount(t.db, attacker.appId)).toBe(0);
   });
 
   it("another key is not charged for the first key's spending", async () => {

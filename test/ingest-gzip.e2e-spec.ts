@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { createGzip, gzipSync } from 'node:zlib';
 import { bearer, makeTenant } from './factories';
+import { storedEventCount } from './factories/events';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
@@ -35,14 +36,7 @@ describe('POST /api/ingest with Content-Encoding: gzip', () => {
     req.write(body);
     return req;
   };
-  const storedCount = async (tenant: Tenant) =>
-    Number(
-      (
-        (await t.db.query(`SELECT count(*) AS n FROM events WHERE app_id = $1`, [tenant.appId])) as {
-          n: string;
-        }[]
-      )[0].n,
-    );
+  const storedCount = (tenant: Tenant) => storedEventCount(t.db, tenant.appId);
 
   it.each(['gzip', 'x-gzip', 'GZIP'])(
     'accepts a %s batch; payloadBytes is the decoded size',

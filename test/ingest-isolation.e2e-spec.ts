@@ -1,58 +1,18 @@
-import { ClientRequest, IncomingMessage, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { bearer, makeTenant } from './factories';
+import { makeTenant, postIngest } from './factories';
+import { storedEventCount } from './factories/events';
 import { waitFor } from './support/harness';
 import { startTestApp, TestApp } from './support/test-app';
+import { listen, startUpload } from './support/uploads';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
 
-const post = (t: TestApp, key: string, body: unknown) =>
-  request(t.http)
-    .post('/api/ingest')
-    .set(bearer(key))
-    .set('Content-Type', 'application/json')
-    .send(JSON.stringify(body));
+const post = (t: TestApp, key: string, body: unknown) => postIngest(t.http, key, body);
 
 /** The in-flight budget in use, as /metrics reports it: decoded body bytes held by unanswered requests. */
 async function inflightBytes(t: TestApp): Promise<number> {
   const text = (await request(t.http).get('/metrics').expect(200)).text;
   return Number(/^tally_ingest_inflight_bytes (\d+)/m.exec(text)?.[1] ?? NaN);
-}
-
-async function listen(t: TestApp): Promise<number> {
-  await new Promise<void>((resolve) => t.http.listen(0, '127.0.0.1', resolve));
-  return (t.http.address() as AddressInfo).port;
-}
-
-interface Upload {
-  req: ClientRequest;
-  /** The server's answer, whenever it comes (possibly before the body is complete). */
-  answer: Promise<{ status: number; headers: IncomingMessage['headers']; body: Record<string, unknown> }>;
-}
-
-/** An ingest request that declares `declared` bytes and sends only the first `sent` of them. */
-function startUpload(port: number, key: string, declared: number, sent: number): Upload {
-  const req = httpRequest({
-    host: '127.0.0.1',
-    port,
-    method: 'POST',
-    path: '/api/ingest',
-    headers: { ...bearer(key), 'Content-Type': 'application/json', 'Content-Length': declared },
-  });
-  req.on('error', () => undefined);
-  const answer = new Promise<Awaited<Upload['answer']>>((resolve) => {
-    req.on('response', (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text) }),
-      );
-      res.on('error', () => undefined);
-    });
-  });
-  req.write(`{"events":[{"eventName":"${'x'.repeat(sent - 27)}"}]`);
-  return { req, answer };
 }
 
 const batch = (tag: string, n: number) => ({
@@ -72,7 +32,7 @@ describe('ingest isolation: one key cannot take the in-flight budget from the ot
   beforeAll(async () => {
     // Room for four full bodies; by default one key may hold a quarter of that.
     t = await startTestApp({ INGEST_MAX_BYTES: '65536', INGEST_MAX_INFLIGHT_BYTES: '262144' });
-    port = await listen(t);
+    port = await listen(t.http);
   });
   afterAll(() => t.close());
 
@@ -139,7 +99,7 @@ describe('INGEST_BODY_IDLE_MS and INGEST_BODY_MIN_BYTES_PER_SECOND', () => {
       INGEST_BODY_IDLE_MS: '400',
       INGEST_BODY_MIN_BYTES_PER_SECOND: '2000',
     });
-    port = await listen(t);
+    port = await listen(t.http);
   });
   afterAll(() => t.close());
 
@@ -158,10 +118,7 @@ describe('INGEST_BODY_IDLE_MS and INGEST_BODY_MIN_BYTES_PER_SECOND', () => {
     const res = await post(t, tenant.liveKey, batch('after', 60));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ accepted: 60 });
-    const rows = (await t.db.query(`SELECT count(*)::int AS n FROM events WHERE app_id = $1`, [
-      tenant.appId,
-    ])) as { n: number }[];
-    expect(rows[0].n).toBe(60);
+    expect(await storedEventCount(t.db, tenant.appId)).toBe(60);
   });
 
   it('answers 408 to a body that trickles in below the minimum rate, though never idle', async () => {

@@ -1,8 +1,8 @@
-import { ClientRequest, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { bearer, makeTenant, postIngest } from './factories';
+import type { ClientRequest } from 'node:http';
+import { makeTenant, postIngest } from './factories';
 import { startTestApp, TestApp, useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
+import { listen, startUpload } from './support/uploads';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
 
@@ -192,21 +192,12 @@ describe('INGEST_MAX_INFLIGHT_BYTES', () => {
   let port: number;
 
   beforeAll(async () => {
-    await new Promise<void>((resolve) => t.http.listen(0, '127.0.0.1', resolve));
-    port = (t.http.address() as AddressInfo).port;
+    port = await listen(t.http);
   });
 
   /** A request that sends `sent` of `declared` body bytes and then waits, holding them. */
   async function holdOpen(key: string, declared: number, sent: number): Promise<ClientRequest> {
-    const req = httpRequest({
-      host: '127.0.0.1',
-      port,
-      method: 'POST',
-      path: '/api/ingest',
-      headers: { ...bearer(key), 'Content-Type': 'application/json', 'Content-Length': declared },
-    });
-    req.on('error', () => undefined);
-    req.write(`{"events":[{"eventName":"${'x'.repeat(sent - 27)}"}]`);
+    const { req } = startUpload(port, key, declared, sent);
     // Give the server time to authenticate and read what was sent.
     await new Promise((r) => setTimeout(r, 300));
     return req;

@@ -1,4 +1,5 @@
 import { makeTenant, postIngest } from './factories';
+import { storedEventCount } from './factories/events';
 import { expectProblem } from './support/problem';
 import { useTestApp } from './support/test-app';
 
@@ -9,14 +10,7 @@ describe('ingest when the day has no partition', () => {
     const today = `events_p${new Date().toISOString().slice(0, 10).replace(/-/g, '')}`;
     const send = () =>
       postIngest(t.http, tenant.liveKey, { events: [{ eventName: 'App.opened', eventId: 'p-1' }] });
-    const stored = async () =>
-      Number(
-        (
-          (await t.db.query(`SELECT count(*) AS n FROM events WHERE app_id = $1`, [tenant.appId])) as {
-            n: string;
-          }[]
-        )[0].n,
-      );
+    const stored = () => storedEventCount(t.db, tenant.appId);
 
     // Detached, not dropped: the rows of other tests stay, and the table is put back below.
     await t.db.query(`ALTER TABLE events DETACH PARTITION ${today}`);

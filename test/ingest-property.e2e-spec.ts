@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import request from 'supertest';
 import { gzipSync } from 'node:zlib';
 import { bearer, makeTenant } from './factories';
+import { storedEventCount } from './factories/events';
 import { useTestApp } from './support/test-app';
 import { DAY_MS as DAY } from '@app/common/time';
 
@@ -152,10 +153,7 @@ describe('POST /api/ingest: properties over random batches', () => {
             (tag) => typeof (events[Number(tag.slice(1))] as { eventId?: unknown }).eventId !== 'string',
           ).length;
           expect(a.accepted).toBe(withoutId);
-          const count = (await t.db.query(`SELECT count(*)::int AS n FROM events WHERE app_id = $1`, [
-            tenant.appId,
-          ])) as { n: number }[];
-          expect(count[0].n).toBe(rows.length + withoutId);
+          expect(await storedEventCount(t.db, tenant.appId)).toBe(rows.length + withoutId);
         }
       }),
       { numRuns: 40 },

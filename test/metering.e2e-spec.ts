@@ -1,17 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import request from 'supertest';
-import { bearer, makeTenant } from './factories';
+import { makeTenant, postIngest } from './factories';
 import { useTestApp } from './support/test-app';
 
 describe('metering follows the key (decisions §11)', () => {
   const t = useTestApp();
 
-  const ingest = (key: string, events: unknown[]) =>
-    request(t.http)
-      .post('/api/ingest')
-      .set(bearer(key))
-      .set('Content-Type', 'application/json')
-      .send(JSON.stringify({ events }));
+  const ingest = (key: string, events: unknown[]) => postIngest(t.http, key, JSON.stringify({ events }));
 
   it('meters every accepted event of a live key, isTestMode:true included; the flag still separates the data', async () => {
     const tenant = await makeTenant(t.app);

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import request from 'supertest';
-import { bearer, makeTenant } from './factories';
+import { bearer, makeTenant, postIngest } from './factories';
 import { testDatabaseUrl, useTestApp } from './support/test-app';
 
 // What a newcomer copies from the README and the guides works as written.
@@ -26,11 +26,9 @@ describe('newcomer path: the README and guides work as written', () => {
     const [appId, liveKey, apiKey] = stdout.trim().split(' ');
     expect(liveKey).toMatch(/^tly_live_/);
     expect(apiKey).toMatch(/^tly_api_/);
-    const ingest = await request(t.http)
-      .post('/api/ingest')
-      .set(bearer(liveKey))
-      .set('Content-Type', 'application/json')
-      .send({ events: [{ eventName: 'App.opened', eventId: 'e-1', anonymousUserId: 'u-1' }] });
+    const ingest = await postIngest(t.http, liveKey, {
+      events: [{ eventName: 'App.opened', eventId: 'e-1', anonymousUserId: 'u-1' }],
+    });
     expect(ingest.status).toBe(200);
     expect(ingest.body.accepted).toBe(1);
     const events = await request(t.http)

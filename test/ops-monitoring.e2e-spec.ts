@@ -3,7 +3,7 @@ import path from 'node:path';
 import request from 'supertest';
 import { DrainState } from '@app/ops/drain-state';
 import { RollupsScheduler } from '@app/rollups/rollups.scheduler';
-import { bearer, makeTenant } from './factories';
+import { makeTenant, postIngest } from './factories';
 import { testReplicaUrl, useTestApp } from './support/test-app';
 
 const DEPLOY = path.join(__dirname, '..', 'deploy');
@@ -51,11 +51,9 @@ describe('Grafana dashboard and Prometheus alert rules (deploy/)', () => {
 
   beforeAll(async () => {
     const tenant = await makeTenant(t.app);
-    const ingest = await request(t.http)
-      .post('/api/ingest')
-      .set(bearer(tenant.liveKey))
-      .set('Content-Type', 'application/json')
-      .send({ events: [{ eventName: 'App.opened' }, { eventName: 7 }] });
+    const ingest = await postIngest(t.http, tenant.liveKey, {
+      events: [{ eventName: 'App.opened' }, { eventName: 7 }],
+    });
     expect(ingest.status).toBe(200);
     await t.app.get(RollupsScheduler).tick();
     const res = await request(t.http).get('/metrics');

@@ -2,7 +2,7 @@ import request from 'supertest';
 import { DrainState } from '@app/ops/drain-state';
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import { RollupsScheduler } from '@app/rollups/rollups.scheduler';
-import { bearer, makeTenant } from './factories';
+import { makeTenant, postIngest } from './factories';
 import { startTestApp, useTestApp } from './support/test-app';
 import { Contract } from './support/contract';
 import { expectProblem } from './support/problem';
@@ -106,11 +106,9 @@ describe('health, readiness and metrics', () => {
     const before = (await request(t.http).get('/metrics').expect(200)).text;
     const value = (text: string, name: string, labels: Record<string, string> = {}) =>
       sample(text, name, labels) ?? 0;
-    const res = await request(t.http)
-      .post('/api/ingest')
-      .set(bearer(tenant.liveKey))
-      .set('Content-Type', 'application/json')
-      .send({ events: [{ eventName: 'A.one' }, { eventName: 'A.two' }, { eventName: 7 }] });
+    const res = await postIngest(t.http, tenant.liveKey, {
+      events: [{ eventName: 'A.one' }, { eventName: 'A.two' }, { eventName: 7 }],
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ accepted: 2, rejected: 1 });
     await t.app.get(RollupsScheduler).tick();

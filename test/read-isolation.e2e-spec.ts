@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { bearer, makeApiKey, makeTenant } from './factories';
+import { bearer, makeApiKey, makeTenant, postIngest } from './factories';
 import { waitFor } from './support/harness';
 import { startTestApp, TestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
@@ -61,11 +61,11 @@ describe('read isolation: a noisy key cannot slow another app down', () => {
     noisy = await makeTenant(t.app);
     quietApp = await makeTenant(t.app);
     await seedHeavyApp(t, noisy);
-    const ingest = await request(t.http)
-      .post('/api/ingest')
-      .set(bearer(quietApp.liveKey))
-      .set('Content-Type', 'application/json')
-      .send(JSON.stringify({ events: [{ eventName: 'one' }, { eventName: 'two' }] }));
+    const ingest = await postIngest(
+      t.http,
+      quietApp.liveKey,
+      JSON.stringify({ events: [{ eventName: 'one' }, { eventName: 'two' }] }),
+    );
     expect(ingest.status).toBe(200);
   }, 60_000);
   afterAll(() => t.close());
@@ -152,11 +152,7 @@ describe('READ_STATEMENT_TIMEOUT_MS', () => {
 
   it('leaves ingest alone: it runs on the primary pool with DATABASE_STATEMENT_TIMEOUT_MS', async () => {
     const events = Array.from({ length: 1000 }, (_, i) => ({ eventName: 'bulk', eventId: `b-${i}` }));
-    const res = await request(t.http)
-      .post('/api/ingest')
-      .set(bearer(tenant.liveKey))
-      .set('Content-Type', 'application/json')
-      .send(JSON.stringify({ events }));
+    const res = await postIngest(t.http, tenant.liveKey, JSON.stringify({ events }));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ accepted: 1000 });
     const statement = (await t.db.query(`SHOW statement_timeout`)) as { statement_timeout: string }[];

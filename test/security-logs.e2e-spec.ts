@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import request from 'supertest';
-import { bearer, makeTenant } from './factories';
+import { bearer, makeTenant, postIngest } from './factories';
 import { useTestApp } from './support/test-app';
 
 // Its own file: nestjs-pino keeps one logger per module registry, so the log level and the
@@ -29,21 +29,13 @@ describe('keys never reach the logs', () => {
 
   it('valid, invalid, wrong-kind and misplaced keys are absent from every log line', async () => {
     const { liveKey, testKey, apiKey, appId } = tenant;
-    await request(t.http)
-      .post('/api/ingest')
-      .set(bearer(liveKey))
-      .set('Content-Type', 'application/json')
-      .send('{"events":[{"eventName":"Log.check"}]}');
+    await postIngest(t.http, liveKey, '{"events":[{"eventName":"Log.check"}]}');
     await request(t.http)
       .post('/api/ingest')
       .set(bearer(testKey))
       .set('Content-Type', 'text/plain')
       .send('x');
-    await request(t.http)
-      .post('/api/ingest')
-      .set(bearer(apiKey))
-      .set('Content-Type', 'application/json')
-      .send('{}');
+    await postIngest(t.http, apiKey, '{}');
     await request(t.http).get('/api/v1/events').query({ appId }).set(bearer(apiKey));
     await request(t.http).get('/api/v1/rollups').query({ appId }).set(bearer(liveKey));
     await request(t.http)
@@ -95,13 +87,7 @@ describe('keys never reach the logs', () => {
         (await request(t.http).get('/api/v1/events').query({ appId }).set(bearer(apiKey))).status,
         (await request(t.http).get('/api/v1/rollups').query({ appId }).set(bearer(apiKey))).status,
         (await request(t.http).get('/api/v1/nothing-here').set(bearer(apiKey))).status,
-        (
-          await request(t.http)
-            .post('/api/ingest')
-            .set(bearer(liveKey))
-            .set('Content-Type', 'application/json')
-            .send('{"events":[{"eventName":"Hooks.check"}]}')
-        ).status,
+        (await postIngest(t.http, liveKey, '{"events":[{"eventName":"Hooks.check"}]}')).status,
       ];
       expect(statuses).toEqual([200, 200, 200, 404, 200]);
       expect(run).not.toHaveBeenCalled();

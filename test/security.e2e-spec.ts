@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { KeyRepository } from '@app/auth/key.repository';
 import { hashKey } from '@app/auth/key-format';
 import { bearer, makeApiKey, makeTenant, postIngest } from './factories';
-import { seedEvents } from './factories/events';
+import { seedEvents, storedEventCount } from './factories/events';
 import { startTestApp, TestApp, useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 
@@ -30,12 +30,7 @@ const UNTHROTTLED = {
 
 const HOUR = 3_600_000;
 
-async function countEvents(t: TestApp, appId: string): Promise<number> {
-  const rows = (await t.db.query('SELECT count(*)::int AS n FROM events WHERE app_id = $1', [appId])) as {
-    n: number;
-  }[];
-  return rows[0].n;
-}
+const countEvents = (t: TestApp, appId: string) => storedEventCount(t.db, appId);
 
 describe('security review (OWASP API Security Top 10, 2023)', () => {
   const t = useTestApp(UNTHROTTLED);
@@ -395,11 +390,7 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
           .set(bearer(tenant.apiKey));
         expect(valid.status).toBe(200);
         // Counted per key prefix: the address's ingest keys (tly_live_) still work.
-        const otherPrefix = await request(guarded.http)
-          .post('/api/ingest')
-          .set(bearer(tenant.liveKey))
-          .set('Content-Type', 'application/json')
-          .send('{"events":[{"eventName":"x"}]}');
+        const otherPrefix = await postIngest(guarded.http, tenant.liveKey, '{"events":[{"eventName":"x"}]}');
         expect(otherPrefix.status).toBe(200);
       } finally {
         await guarded.close();
@@ -551,11 +542,7 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
           .get('/api/v1/rollups')
           .query({ appId: a.appId, fromDate: '2026-02-30' })
           .set(bearer(a.apiKey)),
-        request(t.http)
-          .post('/api/ingest')
-          .set(bearer(a.liveKey))
-          .set('Content-Type', 'application/json')
-          .send('{"events":['),
+        postIngest(t.http, a.liveKey, '{"events":['),
         request(t.http).get('/nowhere/../../etc/passwd'),
       ]);
       for (const res of responses) {
@@ -669,11 +656,7 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
         eventId +
         '","payload":{"__proto__":"p","constructor":"c","prototype":"x"},"__proto__":{"polluted":true}}],' +
         '"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}';
-      const res = await request(t.http)
-        .post('/api/ingest')
-        .set(bearer(a.liveKey))
-        .set('Content-Type', 'application/json')
-        .send(body);
+      const res = await postIngest(t.http, a.liveKey, body);
       expect(res.status).toBe(200);
       expect(res.body.accepted).toBe(1);
       expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -698,11 +681,7 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
         const calls = [
           request(t.http).get('/api/v1/events').query({ appId: b.appId }).set(bearer(key)),
           request(t.http).get('/api/v1/rollups').query({ appId: 'nope' }).set(bearer(key)),
-          request(t.http)
-            .post('/api/ingest')
-            .set(bearer(key))
-            .set('Content-Type', 'application/json')
-            .send('{'),
+          postIngest(t.http, key, '{'),
         ];
         for (const res of await Promise.all(calls)) {
           expect(res.status).toBeGreaterThanOrEqual(400);

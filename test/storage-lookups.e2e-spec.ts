@@ -10,6 +10,8 @@ import { otherDatabase, recreateDatabase } from './support/databases';
 import { waitFor } from './support/harness';
 import { startTestApp, testDatabaseUrl, useTestApp } from './support/test-app';
 
+type Tenant = Awaited<ReturnType<typeof makeTenant>>;
+
 const partition = (t0: number) => `events_p${dayOf(t0).replace(/-/g, '')}`;
 
 async function validIndexes(db: DataSource, table: string): Promise<string[]> {
@@ -58,6 +60,12 @@ interface PlanNode {
   Plans?: PlanNode[];
 }
 
+/** The plan reads the lookup index `index`, and no table whole. */
+function expectLookupIndex(nodes: PlanNode[], index: string): void {
+  expect(nodes.map((n) => n['Index Name'])).toContain(index);
+  expect(nodes.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+}
+
 /** Rows that today's lookup index could not rule out and the recheck dropped. */
 const recheckedRows = (nodes: PlanNode[]) =>
   nodes.reduce((sum, n) => sum + (n['Rows Removed by Index Recheck'] ?? 0), 0);
@@ -93,6 +101,17 @@ describe('user and session lookups on the days ingest writes', () => {
   };
   const t = useTestApp(env);
   beforeAll(() => t.app.get(PartitionMaintenanceService).pendingLookups);
+
+  /** Reads the tenant's events whose `field` is `value`: `count` of them, and none with another. */
+  async function expectOnly(tenant: Tenant, field: string, value: string, count: number, limit = 1000) {
+    const res = await request(t.http)
+      .get('/api/v1/events')
+      .query({ appId: tenant.appId, [field]: value, limit })
+      .set(bearer(tenant.apiKey));
+    expect(res.status).toBe(200);
+    expect(res.body).toHaveLength(count);
+    expect(new Set(res.body.map((e: Record<string, unknown>) => e[field]))).toEqual(new Set([value]));
+  }
 
   it('creates today and the days ahead with a lookup index, and ended days without one', async () => {
     const now = Date.now();
@@ -145,22 +164,8 @@ describe('user and session lookups on the days ingest writes', () => {
     const index = `${partition(now)}_lookup`;
     const scansBefore = await indexScans(t.db, index);
 
-    const res = await request(t.http)
-      .get('/api/v1/events')
-      .query({ appId: tenant.appId, sessionId: 's17', limit: 1000 })
-      .set(bearer(tenant.apiKey));
-    expect(res.status).toBe(200);
-    expect(res.body).toHaveLength(10);
-    expect(new Set(res.body.map((e: { sessionId: string }) => e.sessionId))).toEqual(new Set(['s17']));
-    const users = await request(t.http)
-      .get('/api/v1/events')
-      .query({ appId: tenant.appId, anonymousUserId: 'u17', limit: 1000 })
-      .set(bearer(tenant.apiKey));
-    expect(users.status).toBe(200);
-    expect(users.body).toHaveLength(40);
-    expect(new Set(users.body.map((e: { anonymousUserId: string }) => e.anonymousUserId))).toEqual(
-      new Set(['u17']),
-    );
+    await expectOnly(tenant, 'sessionId', 's17', 10);
+    await expectOnly(tenant, 'anonymousUserId', 'u17', 40);
 
     // The two reads went through the index: the server's read connections report their
     // counters when they go idle, within PostgreSQL's ten-second idle flush.
@@ -177,8 +182,7 @@ describe('user and session lookups on the days ingest writes', () => {
       ['anonymous_user_id', 'u17'],
     ]) {
       const nodes = await lookupPlan(t.db, tenant.appId, column, value, now - 60 * 60_000);
-      expect(nodes.map((n) => n['Index Name'])).toContain(index);
-      expect(nodes.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+      expectLookupIndex(nodes, index);
       if (column === 'session_id') expect(recheckedRows(nodes)).toBeLessThan(10_000);
     }
   });
@@ -206,24 +210,8 @@ describe('user and session lookups on the days ingest writes', () => {
     )) as { trees: number }[];
     expect(trees).toBe(0);
 
-    const rare = await request(t.http)
-      .get('/api/v1/events')
-      .query({ appId: tenant.appId, eventName: 'Purchase.refunded', limit: 1000 })
-      .set(bearer(tenant.apiKey));
-    expect(rare.status).toBe(200);
-    expect(rare.body).toHaveLength(20);
-    expect(new Set(rare.body.map((e: { eventName: string }) => e.eventName))).toEqual(
-      new Set(['Purchase.refunded']),
-    );
-    const common = await request(t.http)
-      .get('/api/v1/events')
-      .query({ appId: tenant.appId, eventName: 'Screen.viewed', limit: 50 })
-      .set(bearer(tenant.apiKey));
-    expect(common.status).toBe(200);
-    expect(common.body).toHaveLength(50);
-    expect(new Set(common.body.map((e: { eventName: string }) => e.eventName))).toEqual(
-      new Set(['Screen.viewed']),
-    );
+    await expectOnly(tenant, 'eventName', 'Purchase.refunded', 20);
+    await expectOnly(tenant, 'eventName', 'Screen.viewed', 50, 50);
 
     const index = `${partition(now)}_lookup`;
     const rarePlan = await lookupPlan(
@@ -233,8 +221,7 @@ describe('user and session lookups on the days ingest writes', () => {
       'Purchase.refunded',
       now - 60 * 60_000,
     );
-    expect(rarePlan.map((n) => n['Index Name'])).toContain(index);
-    expect(rarePlan.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+    expectLookupIndex(rarePlan, index);
     expect(recheckedRows(rarePlan)).toBeLessThan(10_000);
     const commonPlan = await lookupPlan(t.db, tenant.appId, 'event_name', 'Screen.viewed', now - 60 * 60_000);
     expect(commonPlan.map((n) => n['Index Name'])).not.toContain(index);

@@ -1,7 +1,5 @@
 import request from 'supertest';
 import { AppsService } from '@app/auth/apps.service';
-import { loadConfig } from '@app/config/config';
-import { runCli } from '@app/cli/main';
 import { RollupsService } from '@app/rollups/rollups.service';
 import { RezoneService } from '@app/rollups/rezone.service';
 import { RollupComputationRepository } from '@app/rollups/rollup-computation.repository';
@@ -11,7 +9,8 @@ import { localDateString, localDayStart } from '@app/common/timezones';
 import { addDays } from '@app/common/reads/time-params';
 import { bearer, makeApiKey, makeIngestKey, postIngest, TEST_ACTOR } from './factories';
 import { seedEvents } from './factories/events';
-import { testEnv, useTestApp } from './support/test-app';
+import { runTestCli } from './support/run-cli';
+import { useTestApp } from './support/test-app';
 
 interface Row {
   date: string;
@@ -363,16 +362,7 @@ describe('app time zones', () => {
   });
 
   describe('CLI', () => {
-    async function cli(...argv: string[]) {
-      let stdout = '';
-      let stderr = '';
-      const code = await runCli(
-        argv,
-        { stdout: (s) => (stdout += s), stderr: (s) => (stderr += s) },
-        loadConfig(testEnv()),
-      );
-      return { code, stdout, stderr };
-    }
+    const cli = runTestCli;
 
     it('apps create --timezone, apps list and apps set-timezone show the zone', async () => {
       const created = await cli(

@@ -93,50 +93,15 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
   };
 }
 
+/** The rollups and export code load on first use: most commands need neither. */
 function buildRollups(dataSource: DataSource, config: AppConfig, audit: AuditService): RollupsService {
-  // Nest's logger writes to stdout, which belongs to the command's output.
-  const { Logger } = require('@nestjs/common') as typeof import('@nestjs/common');
-  Logger.overrideLogger(false);
-  const { RollupsService } =
-    require('../rollups/rollups.service') as typeof import('../rollups/rollups.service');
-  const { RollupRepository } =
-    require('../rollups/rollup.repository') as typeof import('../rollups/rollup.repository');
-  const { RollupComputationRepository } =
-    require('../rollups/rollup-computation.repository') as typeof import('../rollups/rollup-computation.repository');
-  const { FixedReadDatabase } =
-    require('../database/read-database') as typeof import('../database/read-database');
-  const { RezoneRepository } =
-    require('../rollups/rezone.repository') as typeof import('../rollups/rezone.repository');
-  const { RezoneService } =
-    require('../rollups/rezone.service') as typeof import('../rollups/rezone.service');
-  const { CursorSecretRepository } =
-    require('../common/reads/cursor-secret.repository') as typeof import('../common/reads/cursor-secret.repository');
-  const computation = new RollupComputationRepository(dataSource);
-  const rezone = new RezoneService(computation, new RezoneRepository(dataSource), config, audit);
-  // The CLI reads the primary.
-  return new RollupsService(
-    new RollupRepository(new FixedReadDatabase(dataSource)),
-    computation,
-    config,
-    rezone,
-    new CursorSecretRepository(dataSource),
-  );
+  const built = require('./rollup-services') as typeof import('./rollup-services');
+  return built.buildRollups(dataSource, config, audit);
 }
 
 function buildExports(dataSource: DataSource, config: AppConfig): ExportService {
-  const { ExportService } = require('../export/export.service') as typeof import('../export/export.service');
-  const { ExportRepository } =
-    require('../export/export.repository') as typeof import('../export/export.repository');
-  const { FixedReadDatabase } =
-    require('../database/read-database') as typeof import('../database/read-database');
-  const { CursorSecretRepository } =
-    require('../common/reads/cursor-secret.repository') as typeof import('../common/reads/cursor-secret.repository');
-  // The CLI reads the primary.
-  return new ExportService(
-    config,
-    new ExportRepository(new FixedReadDatabase(dataSource)),
-    new CursorSecretRepository(dataSource),
-  );
+  const built = require('./export-services') as typeof import('./export-services');
+  return built.buildExports(dataSource, config);
 }
 
 /** Attaches to the database, applies the pending migrations and leaves; returns their names. */

@@ -2,7 +2,8 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
-import { Client } from 'pg';
+import type { Client } from 'pg';
+import { connectClient } from './pg-client';
 
 const run = promisify(execFile);
 const PRESENCE_APP_NAME = 'tally-presence';
@@ -41,16 +42,8 @@ async function runningClusterUrl(dir: string): Promise<string | null> {
   return `postgres://${CLUSTER_CREDENTIALS}@127.0.0.1:${port}/${CLUSTER_DATABASE}`;
 }
 
-async function connectPresence(url: string): Promise<Client> {
-  const presence = new Client({ connectionString: url, application_name: PRESENCE_APP_NAME });
-  presence.on('error', () => undefined);
-  try {
-    await presence.connect();
-  } catch (err) {
-    await presence.end().catch(() => undefined);
-    throw err;
-  }
-  return presence;
+function connectPresence(url: string): Promise<Client> {
+  return connectClient({ connectionString: url, application_name: PRESENCE_APP_NAME });
 }
 
 /**

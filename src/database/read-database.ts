@@ -1,8 +1,9 @@
 import { Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import { createDataSource, DataSourceSettings } from './data-source';
+import { connectClient } from './pg-client';
 import { LagEstimator, parseLsn, ReadRoute, ReadTarget, ReplicaSample, RouteChange } from './read-route';
 import { isConnectionError, isRecoveryConflict } from './transient-error';
 
@@ -226,23 +227,15 @@ export class ReplicaReadDatabase
   }
 }
 
-async function connect(url: string): Promise<Client> {
-  const client = new Client({
+function connect(url: string): Promise<Client> {
+  // A replica that goes away is found by the next check, which connects again.
+  return connectClient({
     connectionString: url,
     application_name: 'tally-read-check',
     connectionTimeoutMillis: CHECK_TIMEOUT_MS,
     query_timeout: CHECK_TIMEOUT_MS,
     statement_timeout: CHECK_TIMEOUT_MS,
   });
-  // A server that goes away makes an idle client emit 'error'; the next query reconnects.
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-  } catch (err) {
-    await client.end().catch(() => undefined);
-    throw err;
-  }
-  return client;
 }
 
 function describe(err: unknown): string {

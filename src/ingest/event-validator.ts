@@ -179,8 +179,13 @@ export class EventValidator {
     const buildNumber = this.optionalText(ev.buildNumber, 'buildNumber', contextMax, 0, false);
     const osVersion = this.optionalText(ev.osVersion, 'osVersion', contextMax, 0, false);
     const deviceModel = this.optionalText(ev.deviceModel, 'deviceModel', contextMax, 0, false);
-    const locale = this.readLocale(ev.locale);
-    const timezone = this.readTimezone(ev.timezone);
+    const locale = this.readNormalised('locale', ev.locale, normaliseLocale, 'not a BCP 47 language tag');
+    const timezone = this.readNormalised(
+      'timezone',
+      ev.timezone,
+      normaliseTimezone,
+      'not an IANA zone name or a ±HH:MM offset',
+    );
     const payload = this.readPayload(ev.payload);
     const privacyMode = ev.privacyMode;
     if (this.present(privacyMode) && typeof privacyMode === 'string') this.bound += stringBound(privacyMode);
@@ -373,35 +378,21 @@ export class EventValidator {
   }
 
   // A bad locale or time zone format drops the field and keeps the event.
-  private readLocale(lc: unknown): string | null {
-    if (!this.present(lc)) return null;
-    if (typeof lc !== 'string') {
-      this.error('locale', 'invalid_type', 'locale must be a string.');
+  private readNormalised(
+    field: 'locale' | 'timezone',
+    value: unknown,
+    normalise: (text: string) => string | null,
+    unrecognised: string,
+  ): string | null {
+    if (!this.present(value)) return null;
+    if (typeof value !== 'string') {
+      this.error(field, 'invalid_type', `${field} must be a string.`);
       return null;
     }
-    this.bound += stringBound(lc);
-    const locale = normaliseLocale(lc);
-    if (locale === null)
-      this.warn('locale', 'invalid_format', 'locale is not a BCP 47 language tag; dropped.');
-    return locale;
-  }
-
-  private readTimezone(tz: unknown): string | null {
-    if (!this.present(tz)) return null;
-    if (typeof tz !== 'string') {
-      this.error('timezone', 'invalid_type', 'timezone must be a string.');
-      return null;
-    }
-    this.bound += stringBound(tz);
-    const timezone = normaliseTimezone(tz);
-    if (timezone === null) {
-      this.warn(
-        'timezone',
-        'invalid_format',
-        'timezone is not an IANA zone name or a ±HH:MM offset; dropped.',
-      );
-    }
-    return timezone;
+    this.bound += stringBound(value);
+    const normalised = normalise(value);
+    if (normalised === null) this.warn(field, 'invalid_format', `${field} is ${unrecognised}; dropped.`);
+    return normalised;
   }
 
   private readPayload(p: unknown): Payload | null {

@@ -29,6 +29,21 @@ export interface ErasureStep {
   run(target: ErasureTarget): Promise<boolean>;
 }
 
+/** How a piece of an erasure ended: the last of its kind, one of more to come, or not run (stopping). */
+type Piece = 'last' | 'more' | 'stopped';
+
+/**
+ * Runs one piece of work unless the process is stopping, then pauses in proportion to its
+ * duration, to leave the machine to ingest; a piece that says it was the last earns no pause.
+ */
+async function pacedPiece(target: ErasureTarget, work: () => Promise<'last' | 'more'>): Promise<Piece> {
+  if (target.stopping()) return 'stopped';
+  const started = Date.now();
+  const piece = await work();
+  if (piece === 'more') await target.pace(Date.now() - started);
+  return piece;
+}
+
 /** Events deleted per statement: short transactions, and a crash loses at most one batch's work. */
 export const EVENT_BATCH = 5_000;
 
@@ -46,22 +61,24 @@ export class EventsErasureStep implements ErasureStep {
     // Newest first: the days ingest writes, whose rows a read is likeliest to show.
     const partitions = (await this.partitions.list()).reverse();
     for (const { name } of partitions) {
-      for (;;) {
-        if (target.stopping()) return false;
-        const started = Date.now();
-        const n = await this.events.deleteBatch(
-          name,
-          target.deletionId,
-          target.appId,
-          target.userIds,
-          EVENT_BATCH,
-        );
-        // A short batch does not prove the partition done: after a crash, the dead process's last
-        // statement may still be running and take rows this one waited for. Only a look that
-        // finds none left ends the partition.
-        if (n < EVENT_BATCH && !(await this.events.anyLeft(name, target.appId, target.userIds))) break;
-        await target.pace(Date.now() - started);
-      }
+      let piece: Piece;
+      do {
+        piece = await pacedPiece(target, async () => {
+          const n = await this.events.deleteBatch(
+            name,
+            target.deletionId,
+            target.appId,
+            target.userIds,
+            EVENT_BATCH,
+          );
+          // A short batch does not prove the partition done: after a crash, the dead process's last
+          // statement may still be running and take rows this one waited for. Only a look that
+          // finds none left ends the partition.
+          const done = n < EVENT_BATCH && !(await this.events.anyLeft(name, target.appId, target.userIds));
+          return done ? 'last' : 'more';
+        });
+        if (piece === 'stopped') return false;
+      } while (piece === 'more');
     }
     return true;
   }
@@ -102,10 +119,11 @@ export class RollupsErasureStep implements ErasureStep {
     const days = row?.days ?? [];
     // A day at a time, so that a shutdown waits for one day at most; a resume recomputes them all.
     for (const day of days) {
-      if (target.stopping()) return false;
-      const started = Date.now();
-      await this.rollups.recomputeAfterRemoval(target.appId, [day]);
-      await target.pace(Date.now() - started);
+      const piece = await pacedPiece(target, async () => {
+        await this.rollups.recomputeAfterRemoval(target.appId, [day]);
+        return 'more';
+      });
+      if (piece === 'stopped') return false;
     }
     await this.deletions.setDaysRecomputed(target.deletionId, days.length);
     return true;

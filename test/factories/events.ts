@@ -72,6 +72,14 @@ export async function seedEvents(db: DataSource, appId: string, events: SeedEven
   });
 }
 
+/** How many events of `appId` are stored. */
+export async function storedEventCount(db: DataSource, appId: string): Promise<number> {
+  const [{ n }] = (await db.query(`SELECT count(*)::int AS n FROM events WHERE app_id = $1`, [appId])) as {
+    n: number;
+  }[];
+  return n;
+}
+
 /** The stored id (a decimal string) of an event, as answers show it for `appId`. */
 export async function shownEventIds(db: DataSource, appId: string, ids: string[]): Promise<string[]> {
   const [{ value }] = (await db.query(`SELECT value FROM server_secrets WHERE name = 'cursor'`)) as {

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { clusterDir, destroy, ensure, makeTemporaryDir, stop } from '../../src/database/embedded-pg.mjs';
+import { makeCliTenant } from '../support/cli-tenant.js';
 import { freePort, sleep, startNodeProcess } from '../support/harness.js';
 
 export { freePort, sleep };
@@ -72,20 +73,8 @@ export function cli(databaseUrl, args) {
 }
 
 /** An app with a live ingest key and an API key (and its id) that has both read scopes. */
-export async function makeTenant(databaseUrl, name) {
-  const app = await cli(databaseUrl, ['apps', 'create', '--name', name]);
-  const ingest = await cli(databaseUrl, ['keys', 'create-ingest', '--app', app.id]);
-  const api = await cli(databaseUrl, [
-    'keys',
-    'create-api',
-    '--app',
-    app.id,
-    '--scope',
-    'events:read',
-    '--scope',
-    'rollups:read',
-  ]);
-  return { appId: app.id, ingestKey: ingest.key, apiKey: api.key, apiKeyId: api.id };
+export function makeTenant(databaseUrl, name) {
+  return makeCliTenant((args) => cli(databaseUrl, args), name);
 }
 
 /** Limits high enough that the load of these scripts is never throttled. */

@@ -10,6 +10,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
+import { percentEncode, RAW_QUERY_FRAGMENTS } from '../support/query-text.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const OPENAPI_FILE = path.join(ROOT, 'docs', 'openapi.json');
@@ -243,28 +244,7 @@ function queryValue(doc, schema) {
   );
 }
 
-/** Percent-encodes UTF-8 (a lone surrogate becomes U+FFFD, as in a browser). */
-function percentEncode(v) {
-  let out = '';
-  for (const byte of Buffer.from(v, 'utf8')) {
-    const c = String.fromCharCode(byte);
-    out += /[A-Za-z0-9\-_.~]/.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return out;
-}
-
-const RAW_QUERY = fc.constantFrom(
-  '%',
-  '%zz',
-  '%ff%fe',
-  '%c3%28',
-  '%00',
-  '%ed%a0%80',
-  'a%2',
-  '+',
-  '[]=1',
-  '%2B01:00',
-);
+const RAW_QUERY = fc.constantFrom(...RAW_QUERY_FRAGMENTS);
 
 /**
  * One generated request per call of the arbitrary: `{ method, path, query, headers, body }`, for

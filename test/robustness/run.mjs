@@ -10,6 +10,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
+import { makeCliTenant } from '../support/cli-tenant.js';
 import { OPENAPI_FILE, requestArbitrary } from './requests.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -153,20 +154,8 @@ export async function runRobustness({
 }
 
 /** An app with an ingest key and a read key, made with the admin CLI as an operator would. */
-export async function makeRobustnessTenant(cli, dist, url) {
-  const app = await cli(dist, url, ['apps', 'create', '--name', `robustness-${Date.now().toString(36)}`]);
-  const ingest = await cli(dist, url, ['keys', 'create-ingest', '--app', app.id]);
-  const api = await cli(dist, url, [
-    'keys',
-    'create-api',
-    '--app',
-    app.id,
-    '--scope',
-    'events:read',
-    '--scope',
-    'rollups:read',
-  ]);
-  return { appId: app.id, ingestKey: ingest.key, apiKey: api.key };
+export function makeRobustnessTenant(cli, dist, url) {
+  return makeCliTenant((args) => cli(dist, url, args), `robustness-${Date.now().toString(36)}`);
 }
 
 // ---- standalone (CI) --------------------------------------------------------------------------

@@ -34,6 +34,34 @@ function setup(script: Reply[], options: Partial<ConstructorParameters<typeof Ta
   return { client, server, results, errors, sleeps, advance: (ms: number) => (clock += ms) };
 }
 
+/** A fetch whose requests never get an answer. */
+const unanswered = () => new Promise<Response>(() => {});
+
+/**
+ * A client on the real clock whose every request is answered by `answer`; it records the errors
+ * and results it reports and counts the requests.
+ */
+function clientOn(
+  answer: () => Promise<Response>,
+  options: Partial<ConstructorParameters<typeof TallyClient>[0]> = {},
+) {
+  const counted = { calls: 0 };
+  const errors: TallyError[] = [];
+  const results: BatchResult[] = [];
+  const client = new TallyClient({
+    endpoint: 'http://tally.test',
+    ingestKey: 'k',
+    fetch: (() => {
+      counted.calls++;
+      return answer();
+    }) as typeof fetch,
+    onError: (e) => errors.push(e),
+    onResult: (r) => results.push(r),
+    ...options,
+  });
+  return { client, errors, results, counted };
+}
+
 describe('TallyClient tracking and retries', () => {
   it('fills a UUIDv7 eventId and the eventTime, keeps the caller’s, and answers flush()', async () => {
     const { client, server, results } = setup([]);
@@ -102,29 +130,14 @@ describe('TallyClient tracking and retries', () => {
 describe('TallyClient final answers, 413 and limits', () => {
   it('never retries a 400, 401, 403 or 415 and reports the batch', async () => {
     for (const status of [400, 401, 403, 415]) {
-      const errors: TallyError[] = [];
-      const results: BatchResult[] = [];
-      let calls = 0;
-      const client = new TallyClient({
-        endpoint: 'http://tally.test',
-        ingestKey: 'k',
-        fetch: (async () => {
-          calls++;
-          return new Response(
-            JSON.stringify({ code: 'c' + status, detail: 'd', requestId: 'rq', errors: [] }),
-            {
-              status,
-              headers: { 'x-request-id': 'rq' },
-            },
-          );
-        }) as typeof fetch,
-        onError: (e) => errors.push(e),
-        onResult: (r) => results.push(r),
+      const { client, errors, results, counted } = clientOn(async () => {
+        const body = { code: 'c' + status, detail: 'd', requestId: 'rq', errors: [] };
+        return new Response(JSON.stringify(body), { status, headers: { 'x-request-id': 'rq' } });
       });
       client.track({ eventName: 'A.b' });
       client.track({ eventName: 'A.b' });
       await client.flush();
-      expect(calls).toBe(1);
+      expect(counted.calls).toBe(1);
       expect(errors.map((e) => [e.status, e.code, e.requestId])).toEqual([[status, 'c' + status, 'rq']]);
       expect(results[0]).toMatchObject({ status, eventIds: expect.any(Array) });
       expect(results[0].eventIds).toHaveLength(2);
@@ -142,25 +155,15 @@ describe('TallyClient final answers, 413 and limits', () => {
   });
 
   it('rejects a single event over the byte limit on the client, without sending it again', async () => {
-    let calls = 0;
-    const errors: TallyError[] = [];
-    const client = new TallyClient({
-      endpoint: 'http://tally.test',
-      ingestKey: 'k',
-      fetch: (async () => {
-        calls++;
-        return new Response(
-          JSON.stringify({ code: 'payload_too_large', detail: 'big', limitEvents: 1000, limitBytes: 1024 }),
-          { status: 413 },
-        );
-      }) as typeof fetch,
-      onError: (e) => errors.push(e),
+    const { client, errors, counted } = clientOn(async () => {
+      const body = { code: 'payload_too_large', detail: 'big', limitEvents: 1000, limitBytes: 1024 };
+      return new Response(JSON.stringify(body), { status: 413 });
     });
     client.track({ eventName: 'A.b', payload: { text: 'x'.repeat(1000), more: 'y'.repeat(500) } });
     await client.flush();
     client.track({ eventName: 'A.b', payload: { text: 'x'.repeat(1000), more: 'y'.repeat(500) } });
     await client.flush();
-    expect(calls).toBe(1);
+    expect(counted.calls).toBe(1);
     expect(errors.map((e) => e.code)).toEqual(['event_too_large', 'event_too_large']);
     expect(client.stats()).toMatchObject({ rejected: 2, queued: 0, inFlight: 0 });
   });
@@ -195,14 +198,7 @@ describe('TallyClient give-ups, shutdown and properties', () => {
   });
 
   it('throws on track() after shutdown() and reports what could not be sent', async () => {
-    const errors: TallyError[] = [];
-    const client = new TallyClient({
-      endpoint: 'http://tally.test',
-      ingestKey: 'k',
-      fetch: (() => new Promise<Response>(() => {})) as typeof fetch,
-      onError: (e) => errors.push(e),
-      requestTimeoutMs: 60_000,
-    });
+    const { client, errors } = clientOn(unanswered, { requestTimeoutMs: 60_000 });
     client.track({ eventName: 'A.b' });
     const report = await client.shutdown({ timeoutMs: 20 });
     expect(report).toEqual({ flushed: false, unsent: 1 });
@@ -323,13 +319,7 @@ describe('TallyClient spool', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   it('keeps unanswered durable events on disk and sends them from a new client', async () => {
-    const first = new TallyClient({
-      endpoint: 'http://tally.test',
-      ingestKey: 'k',
-      spoolDir: dir,
-      fetch: (() => new Promise<Response>(() => {})) as typeof fetch,
-      onError: () => {},
-    });
+    const { client: first } = clientOn(unanswered, { spoolDir: dir });
     const ids = await Promise.all([1, 2, 3].map(() => first.trackDurable({ eventName: 'A.b' })));
     expect(readdirSync(dir)).toHaveLength(1);
     await first.shutdown({ timeoutMs: 10 });
@@ -383,13 +373,7 @@ describe('TallyClient spool', () => {
   });
 
   it('writes one checksummed line per event', async () => {
-    const client = new TallyClient({
-      endpoint: 'http://tally.test',
-      ingestKey: 'k',
-      spoolDir: dir,
-      fetch: (() => new Promise<Response>(() => {})) as typeof fetch,
-      onError: () => {},
-    });
+    const { client } = clientOn(unanswered, { spoolDir: dir });
     const id = await client.trackDurable({ eventName: 'A.b' });
     const [file] = readdirSync(dir);
     expect(file).toMatch(/^seg-[0-9a-f]{16}\.ndjson$/);

@@ -1,0 +1,27 @@
+import type { DataSource } from 'typeorm';
+import { Logger } from '@nestjs/common';
+import type { AuditService } from '@app/audit/audit.service';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import type { AppConfig } from '@app/config/config';
+import { FixedReadDatabase } from '@app/database/read-database';
+import { RezoneRepository } from '@app/rollups/rezone.repository';
+import { RezoneService } from '@app/rollups/rezone.service';
+import { RollupComputationRepository } from '@app/rollups/rollup-computation.repository';
+import { RollupRepository } from '@app/rollups/rollup.repository';
+import { RollupsService } from '@app/rollups/rollups.service';
+
+/** The rollups service of the `rollups` and privacy commands, on the CLI's DataSource. */
+export function buildRollups(dataSource: DataSource, config: AppConfig, audit: AuditService): RollupsService {
+  // Nest's logger writes to stdout, which belongs to the command's output.
+  Logger.overrideLogger(false);
+  const computation = new RollupComputationRepository(dataSource);
+  const rezone = new RezoneService(computation, new RezoneRepository(dataSource), config, audit);
+  // The CLI reads the primary.
+  return new RollupsService(
+    new RollupRepository(new FixedReadDatabase(dataSource)),
+    computation,
+    config,
+    rezone,
+    new CursorSecretRepository(dataSource),
+  );
+}
