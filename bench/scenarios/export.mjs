@@ -39,7 +39,7 @@ async function partitions(client, first, last) {
 }
 
 /** N events of `appId` received over the UTC day starting at `day`, in whole milliseconds. */
-async function fill(url, appId, day, total, log) {
+export async function fill(url, appId, day, total, log) {
   const client = await connect(url);
   try {
     await partitions(client, day - 3 * DAY_MS, day + DAY_MS);
@@ -55,8 +55,9 @@ async function fill(url, appId, day, total, log) {
                 'x.' || g, 'u' || g % 40000, 's' || g % 300000, false,
                 (ARRAY['ios', 'android', 'web'])[1 + g % 3], '3.' || g % 9 || '.' || g % 20, 'en-US',
                 CASE WHEN g % 5 = 0 THEN (g % 10000) / 100.0 END,
-                json_build_object('screen', (ARRAY['home', 'cart', 'search'])[1 + g % 3], 'step', g % 12,
-                                  'trial', g % 5 = 0)
+                -- As ingest stores a payload: the compact JSON.stringify text.
+                format('{"screen":"%s","step":%s,"trial":%s}', (ARRAY['home', 'cart', 'search'])[1 + g % 3],
+                       g % 12, to_json(g % 5 = 0))::json
            FROM (SELECT g, date_trunc('milliseconds', $2::timestamptz + (g - 1) * ($3::float8 * interval '1 ms')) AS r
                    FROM generate_series($4::int, $5::int) AS g) s`,
         [appId, new Date(day).toISOString(), DAY_MS / total, from, to],
@@ -70,7 +71,7 @@ async function fill(url, appId, day, total, log) {
 }
 
 /** GETs `path`, counting bytes and newlines of the body as sent (no decoding). */
-function download(base, path, headers) {
+export function download(base, path, headers) {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     http
@@ -91,7 +92,7 @@ function download(base, path, headers) {
 }
 
 /** Pages GET /api/v1/events with limit=1000 for up to `maxPages` pages: events/s. */
-async function paging(base, key, appId, maxPages) {
+export async function paging(base, key, appId, maxPages) {
   const started = performance.now();
   let events = 0;
   let url = `${base}/api/v1/events?appId=${appId}&limit=1000`;
@@ -142,7 +143,7 @@ async function ingestLoad(base, key, until) {
 }
 
 /** Runs `fn`, with the CPU seconds the server and the database used meanwhile. */
-async function withCpu(server, dir, fn) {
+export async function withCpu(server, dir, fn) {
   dir = path.join(await clusterDir(dir), 'pg');
   const node = cpuSecondsOf(server.pid);
   const pg = clusterCpuSeconds(dir);
@@ -155,7 +156,7 @@ async function withCpu(server, dir, fn) {
 }
 
 /** Apps and keys through the admin CLI, and the day of events of the exported app. */
-async function prepare({ server, url, total, log }) {
+export async function prepare({ server, url, total, log }) {
   const tenant = await cli(server.dist, url, ['apps', 'create', '--name', 'export-bench']);
   const other = await cli(server.dist, url, ['apps', 'create', '--name', 'export-bench-other']);
   const ingestKey = (await cli(server.dist, url, ['keys', 'create-ingest', '--app', other.id])).key;

@@ -72,3 +72,33 @@ export function parseEventId(secret: Buffer, appId: string, text: string): bigin
   if (sealed.toString('base64url') !== text) return null;
   return openEventId(secret, appId, sealed);
 }
+
+/**
+ * Seals many stored ids of `appId` at once: `blocks` holds one 16-byte block per id (the id
+ * big-endian in its first 8 bytes, zeros after), as `sealEventId` builds it. One cipher call
+ * for a whole export chunk instead of one per event.
+ */
+export function sealEventIdBlocks(secret: Buffer, appId: string, blocks: Buffer): Buffer {
+  if (blocks.length % SEALED_EVENT_ID_BYTES !== 0) throw new RangeError('whole 16-byte blocks expected');
+  return codecOf(secret, appId).cipher.update(blocks);
+}
+
+const BASE64URL = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_', 'latin1');
+
+/**
+ * Writes the 16 bytes of `sealed` at `from` as the 22 base64url characters of a presented id
+ * into `out` at `at`: what `presentEventId` returns, without a string per id.
+ */
+export function writePresentedEventId(sealed: Buffer, from: number, out: Buffer, at: number): void {
+  let o = at;
+  for (let i = from, end = from + 15; i < end; i += 3) {
+    const n = (sealed[i] << 16) | (sealed[i + 1] << 8) | sealed[i + 2];
+    out[o++] = BASE64URL[n >> 18];
+    out[o++] = BASE64URL[(n >> 12) & 63];
+    out[o++] = BASE64URL[(n >> 6) & 63];
+    out[o++] = BASE64URL[n & 63];
+  }
+  const last = sealed[from + 15];
+  out[o++] = BASE64URL[last >> 2];
+  out[o] = BASE64URL[(last & 3) << 4];
+}

@@ -2,23 +2,17 @@ import type { EventRow } from '@app/common/reads/event-record';
 import { toEventRecord } from '@app/common/reads/event-record';
 import { ParquetEncoder } from './export-parquet';
 import { shareEventLoop } from './fair-share';
+import type { FinishedChunk } from './ndjson-lines';
 
-// Rows serialised between two turns of the event loop: an export shares its process with ingest
-// and other reads, and hands the loop back every few milliseconds.
-const ROWS_PER_TURN = 1_000;
-
-/** NDJSON: one event record per line, exactly as GET /api/v1/events presents it. */
-export async function* ndjsonBody(chunks: AsyncIterable<EventRow[]>, secret: Buffer): AsyncGenerator<string> {
-  for await (const rows of chunks) {
-    for (let start = 0; start < rows.length; start += ROWS_PER_TURN) {
-      const started = performance.now();
-      let text = '';
-      const end = Math.min(rows.length, start + ROWS_PER_TURN);
-      for (let i = start; i < end; i++) text += JSON.stringify(toEventRecord(secret, rows[i])) + '\n';
-      const workMs = performance.now() - started;
-      yield text;
-      await shareEventLoop(workMs);
-    }
+/**
+ * NDJSON: one event record per line, exactly as GET /api/v1/events presents it. The lines come
+ * finished from the database and ./ndjson-lines.ts; each chunk is sent as one piece, and the
+ * event loop is handed back between pieces (./fair-share.ts).
+ */
+export async function* ndjsonBody(chunks: AsyncIterable<FinishedChunk>): AsyncGenerator<Buffer> {
+  for await (const chunk of chunks) {
+    for (const piece of chunk.pieces) yield piece;
+    await shareEventLoop(chunk.workMs);
   }
 }
 

@@ -6,7 +6,6 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
-import type { EventRow } from '@app/common/reads/event-record';
 import { requestKey } from '@app/auth/authenticated-request';
 import { ExportEndpoint } from './export-endpoint.decorator';
 import { ndjsonBody, parquetBody } from './export-body';
@@ -28,8 +27,8 @@ const EXPORT_HEADERS = {
   },
 } as const;
 
-/** The rows already read, then the rest: the first chunk is read before the response starts. */
-async function* prepend(first: EventRow[] | undefined, rest: AsyncGenerator<EventRow[]>) {
+/** The chunk already read, then the rest: the first chunk is read before the response starts. */
+async function* prepend<T>(first: T | undefined, rest: AsyncGenerator<T>): AsyncGenerator<T> {
   if (first) yield first;
   yield* rest;
 }
@@ -77,18 +76,8 @@ export class ExportController {
     const plan = await this.exports.plan(query);
     const release = this.exports.acquire(requestKey(req).id);
     try {
-      const chunks = this.exports.chunks(plan);
-      // Read the first chunk before answering, so that a database fault is still a problem+json.
-      const first = await chunks.next();
+      const body = await this.body(plan);
       this.start(req, res, plan);
-      const rows = prepend(first.done ? undefined : first.value, chunks);
-      // One piece buffered ahead, no more: the socket's own buffer does the rest.
-      const body = Readable.from(
-        plan.format === 'parquet' ? parquetBody(rows, plan.secret) : ndjsonBody(rows, plan.secret),
-        {
-          highWaterMark: 1,
-        },
-      );
       if (res.getHeader('Content-Encoding') === 'gzip') await pipeline(body, createGzip(), res);
       else await pipeline(body, res);
     } catch (err) {
@@ -102,6 +91,24 @@ export class ExportController {
     } finally {
       release();
     }
+  }
+
+  /**
+   * The body's source, with its first chunk already read: a database fault before the status
+   * is sent is still a problem+json. One piece is buffered ahead, no more: the socket's own
+   * buffer does the rest.
+   */
+  private async body(plan: ExportPlan): Promise<Readable> {
+    if (plan.format === 'parquet') {
+      const chunks = this.exports.chunks(plan);
+      const first = await chunks.next();
+      const rows = prepend(first.done ? undefined : first.value, chunks);
+      return Readable.from(parquetBody(rows, plan.secret), { highWaterMark: 1 });
+    }
+    const chunks = this.exports.ndjsonChunks(plan);
+    const first = await chunks.next();
+    const texts = prepend(first.done ? undefined : first.value, chunks);
+    return Readable.from(ndjsonBody(texts), { highWaterMark: 1 });
   }
 
   private start(req: Request, res: Response, plan: ExportPlan): void {

@@ -2,6 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { ReadDatabase } from '@app/database/read-database';
 import { EVENT_ROW_COLUMNS, type EventRow } from '@app/common/reads/event-record';
 import type { TestModeFilter } from '@app/common/reads/query-params';
+import { to as copyTo } from 'pg-copy-streams';
+import type { PoolClient } from 'pg';
+import { RAW_MARK } from './ndjson-lines';
 
 /** A position in an export: the receive time (epoch microseconds) and stored id of a row. */
 export interface ExportPosition {
@@ -18,6 +21,66 @@ export interface ExportWindow {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * The record of `GET /api/v1/events` without its `id`, as JSON text written by PostgreSQL, with
+ * the fields, order and formatting of `JSON.stringify(toEventRecord(row))`: strings through
+ * `to_json` (escaped as JSON.stringify escapes them), integers as digits, booleans and nulls
+ * alike; each value is computed as in EVENT_ROW_COLUMNS and `toEventRecord`. A float is printed
+ * by PostgreSQL in its shortest exact form, as JavaScript prints it, but in exponent form
+ * outside [1e-4, 1e15) where JavaScript still uses digits, and -0 as "-0"; those rows, and rows
+ * whose payload is in the older jsonb column (its text has spaces and another key order), come
+ * as raw rows: the EventRow as JSON, marked, for the server to present. (`row_to_json` over
+ * named columns gives the same text; it measured slower per row in isolation, 5.6 against
+ * 4.5 µs, though not measurably so in a whole export.)
+ */
+const text = (column: string) => `coalesce(to_json(e.${column})::text, 'null')`;
+const RECORD_JSON = `'{"appId":"' || e.app_id::text || '","eventName":' || to_json(e.event_name)::text
+       || ',"anonymousUserId":' || ${text('anonymous_user_id')} || ',"sessionId":' || ${text('session_id')}
+       || ',"eventTime":' || coalesce(e.event_time::text, 'null')
+       || ',"timestamp":' || floor(extract(epoch FROM e.ts) * 1000)::bigint::text
+       || ',"receivedAt":' || ((extract(epoch FROM e.received_at) * 1000000)::bigint / 1000)::text
+       || ',"eventId":' || ${text('event_id')}
+       || ',"isTestMode":' || CASE WHEN e.is_test_mode THEN 'true' ELSE 'false' END
+       || ',"platform":' || ${text('platform')} || ',"appVersion":' || ${text('app_version')}
+       || ',"buildNumber":' || ${text('build_number')} || ',"osVersion":' || ${text('os_version')}
+       || ',"deviceModel":' || ${text('device_model')} || ',"locale":' || ${text('locale')}
+       || ',"timezone":' || ${text('timezone')}
+       || ',"floatValue":' || coalesce(e.float_value::text, 'null')
+       || ',"payload":' || coalesce(e.payload_json::text, 'null') || '}'`;
+const WRITTEN_IN_DATABASE = `(e.payload_json IS NOT NULL OR e.payload IS NULL)
+       AND (e.float_value IS NULL
+            OR (abs(e.float_value) >= 1e-4::float8 AND abs(e.float_value) < 1e15::float8))`;
+// With its newline, a line and its row's COPY framing are exactly as long as the finished line.
+const NDJSON_LINE = `CASE WHEN ${WRITTEN_IN_DATABASE} THEN ${RECORD_JSON} || E'\\n'
+       ELSE '${RAW_MARK}' || row_to_json(raw)::text END`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * The window's conditions with their values written in: COPY takes no parameters. Every value
+ * is checked to be what it claims (a lower-case uuid, integers), so nothing else can get in.
+ */
+function literalWhere(window: ExportWindow, after: ExportPosition | null): string {
+  if (!UUID.test(window.appId)) throw new Error('export: appId must be a normalised uuid');
+  if (!Number.isSafeInteger(window.fromMs) || !Number.isSafeInteger(window.toMs)) {
+    throw new Error('export: the window must be whole milliseconds');
+  }
+  const where = [
+    `e.app_id = '${window.appId}'::uuid`,
+    `e.received_at >= '${iso(window.fromMs)}'::timestamptz`,
+    `e.received_at < '${iso(window.toMs)}'::timestamptz`,
+  ];
+  if (window.testMode !== 'all') where.push(`e.is_test_mode = ${window.testMode === 'true'}`);
+  if (after) {
+    const at = BigInt.asIntN(64, after.receivedUs);
+    const id = BigInt.asIntN(64, after.id);
+    where.push(
+      `(e.received_at, e.id) > (timestamptz 'epoch' + ${at}::bigint * interval '1 microsecond', ${id}::bigint)`,
+    );
+  }
+  return where.join(' AND ');
+}
 
 /**
  * The export's reads. They go through ReadDatabase, as GET /api/v1/events does: the read pool,
@@ -37,29 +100,66 @@ export class ExportRepository {
    * microseconds, as stored, so paging is exact whatever the precision of received_at.
    */
   async chunk(window: ExportWindow, after: ExportPosition | null, limit: number): Promise<EventRow[]> {
-    const params: unknown[] = [window.appId, iso(window.fromMs), iso(window.toMs)];
-    const where = ['app_id = $1', 'received_at >= $2::timestamptz', 'received_at < $3::timestamptz'];
-    if (window.testMode !== 'all') {
-      params.push(window.testMode === 'true');
-      where.push(`is_test_mode = $${params.length}`);
-    }
-    if (after) {
-      params.push(after.receivedUs.toString(), after.id.toString());
-      where.push(
-        `(received_at, id) > (timestamptz 'epoch' + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length}::bigint)`,
-      );
-    }
+    const { params, where } = whereOf(window, after);
     params.push(limit);
     // One statement per chunk: on a replica connection error it is simply read again from the primary.
     return (await this.read.run((db) =>
       db.query(
         `SELECT ${EVENT_ROW_COLUMNS}
            FROM events
-          WHERE ${where.join(' AND ')}
+          WHERE ${where}
           ORDER BY events.received_at, events.id
           LIMIT $${params.length}`,
         params,
       ),
     )) as EventRow[];
   }
+
+  /**
+   * The same rows as `chunk`, as PostgreSQL's binary COPY of (received_at, id, line), where
+   * `line` is the record's JSON text without its id (see NDJSON_LINE and ./ndjson-lines.ts). One
+   * statement, whose output the server copies through without parsing rows or building records.
+   * The whole chunk is read before it is returned, so a read retried on the primary starts over.
+   */
+  async ndjsonChunk(window: ExportWindow, after: ExportPosition | null, limit: number): Promise<Buffer> {
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new Error('export: bad chunk size');
+    const sql = `COPY (SELECT e.received_at, e.id, ${NDJSON_LINE}
+                         FROM events e
+                        CROSS JOIN LATERAL (SELECT ${EVENT_ROW_COLUMNS}) raw
+                        WHERE ${literalWhere(window, after)}
+                        ORDER BY e.received_at, e.id
+                        LIMIT ${limit}) TO STDOUT (FORMAT binary)`;
+    return this.read.run(async (db) => {
+      const runner = db.createQueryRunner();
+      try {
+        const client = (await runner.connect()) as PoolClient;
+        const pieces: Buffer[] = [];
+        for await (const piece of client.query(copyTo(sql))) pieces.push(piece as Buffer);
+        return Buffer.concat(pieces);
+      } finally {
+        await runner.release();
+      }
+    });
+  }
+}
+
+/** The window's conditions, and the position's, over `events` (or its alias). */
+function whereOf(window: ExportWindow, after: ExportPosition | null, table = 'events') {
+  const params: unknown[] = [window.appId, iso(window.fromMs), iso(window.toMs)];
+  const where = [
+    `${table}.app_id = $1`,
+    `${table}.received_at >= $2::timestamptz`,
+    `${table}.received_at < $3::timestamptz`,
+  ];
+  if (window.testMode !== 'all') {
+    params.push(window.testMode === 'true');
+    where.push(`${table}.is_test_mode = $${params.length}`);
+  }
+  if (after) {
+    params.push(after.receivedUs.toString(), after.id.toString());
+    where.push(
+      `(${table}.received_at, ${table}.id) > (timestamptz 'epoch' + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length}::bigint)`,
+    );
+  }
+  return { params, where: where.join(' AND ') };
 }

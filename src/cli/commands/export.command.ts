@@ -27,19 +27,25 @@ async function writeExport(
   onRetry: (err: unknown) => void,
 ): Promise<Progress> {
   const progress: Progress = { events: 0, bytes: 0 };
-  const counted = (async function* () {
-    for await (const rows of service.chunks(plan, { retries: RETRIES, onRetry })) {
-      progress.events += rows.length;
-      yield rows;
+  async function* counted<T>(chunks: AsyncIterable<T>, rows: (chunk: T) => number) {
+    for await (const chunk of chunks) {
+      progress.events += rows(chunk);
+      yield chunk;
     }
-  })();
+  }
+  const options = { retries: RETRIES, onRetry };
   // Loaded here, not at the top: the command line is parsed (and --help shown) without it.
   const { ndjsonBody, parquetBody } =
     require('../../export/export-body') as typeof import('../../export/export-body');
   const body =
-    plan.format === 'parquet' ? parquetBody(counted, plan.secret) : ndjsonBody(counted, plan.secret);
+    plan.format === 'parquet'
+      ? parquetBody(
+          counted(service.chunks(plan, options), (rows) => rows.length),
+          plan.secret,
+        )
+      : ndjsonBody(counted(service.ndjsonChunks(plan, options), (chunk) => chunk.rows));
   for await (const piece of body) {
-    progress.bytes += typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length;
+    progress.bytes += piece.length;
     if (!out.write(piece)) await once(out, 'drain');
     onPiece(progress);
   }
