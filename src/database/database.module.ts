@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import type { AppConfig } from '@app/config/config';
 import { dataSourceOptions, DataSourceSettings } from './data-source';
 import { FixedReadDatabase, ReadDatabase, ReplicaReadDatabase } from './read-database';
+import { WritePressure } from './write-pressure';
 
 /** The name of the primary's DataSource for the read endpoints (see ReadDatabase for the replica). */
 export const READ_DATA_SOURCE = 'read';
@@ -29,13 +30,15 @@ export class DatabaseModule {
     const replicaUrl = config.databaseReadUrl;
     return {
       module: DatabaseModule,
-      // ReadDatabase, like TypeORM's DataSources, is reachable from every feature module.
+      // ReadDatabase and WritePressure, like TypeORM's DataSources, are reachable from every
+      // feature module.
       global: true,
       imports: [
         TypeOrmModule.forRoot({ ...dataSourceOptions(primary), autoLoadEntities: true }),
         TypeOrmModule.forRoot({ ...dataSourceOptions(read), name: READ_DATA_SOURCE, autoLoadEntities: true }),
       ],
       providers: [
+        { provide: WritePressure, useValue: new WritePressure() },
         {
           provide: ReadDatabase,
           inject: [getDataSourceToken(READ_DATA_SOURCE)],
@@ -50,7 +53,7 @@ export class DatabaseModule {
               : new FixedReadDatabase(primaryRead),
         },
       ],
-      exports: [TypeOrmModule, ReadDatabase],
+      exports: [TypeOrmModule, ReadDatabase, WritePressure],
     };
   }
 }

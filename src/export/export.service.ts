@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { normaliseAppId } from '@app/common/ids';
 import { invalidQuery } from '@app/common/query-validation.pipe';
@@ -8,10 +8,22 @@ import type { EventRow } from '@app/common/reads/event-record';
 import { parseEventId } from '@app/common/event-ids';
 import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 import { isTransientDatabaseError } from '@app/database/transient-error';
+import { WritePressure } from '@app/database/write-pressure';
 import { ExportPosition, ExportRepository, ExportWindow } from './export.repository';
 import { finishCopy, type FinishedChunk } from './ndjson-lines';
 import type { ExportFormat, ExportQueryDto } from './export-query.dto';
 import { ExportSlots } from './export-slots';
+
+/**
+ * While this instance's ingest writes, an export waits this many times as long as its last chunk
+ * read took before it reads the next: it then holds at most a fifth of the time it would take
+ * of the database, and ingest, which must never wait behind a bulk read, keeps the rest.
+ */
+const YIELD_FACTOR = 4;
+/** Ingest counts as writing when it started a statement this recently. */
+const INGEST_RECENT_MS = 250;
+/** The longest single wait: an export always moves on. */
+const MAX_YIELD_MS = 2_000;
 
 /** A checked export request: what to read, from where, in which format. */
 export interface ExportPlan {
@@ -64,6 +76,8 @@ export class ExportService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly repository: ExportRepository,
     private readonly secrets: CursorSecretRepository,
+    // Absent in the CLI, whose process ingests nothing.
+    @Optional() private readonly pressure?: WritePressure,
   ) {
     this.slots = new ExportSlots(config.exportMaxConcurrent);
   }
@@ -147,7 +161,17 @@ export class ExportService {
     options: ChunkOptions,
   ): AsyncGenerator<T> {
     const limit = this.config.exportChunkRows;
-    let next = this.retrying(() => read(after, limit), options);
+    let lastReadMs = 0;
+    const paced = async (from: ExportPosition | null): Promise<T | null> => {
+      if (lastReadMs > 0 && this.pressure?.busy(INGEST_RECENT_MS)) {
+        await sleep(Math.min(lastReadMs * YIELD_FACTOR, MAX_YIELD_MS));
+      }
+      const started = performance.now();
+      const chunk = await read(from, limit);
+      lastReadMs = performance.now() - started;
+      return chunk;
+    };
+    let next = this.retrying(() => paced(after), options);
     for (;;) {
       const chunk = await next;
       if (chunk === null) return;
@@ -157,7 +181,7 @@ export class ExportService {
         yield chunk;
         return;
       }
-      next = this.retrying(() => read(last, limit), options);
+      next = this.retrying(() => paced(last), options);
       // A read that fails while the consumer is busy is reported when the consumer asks for it.
       next.catch(() => undefined);
       yield chunk;

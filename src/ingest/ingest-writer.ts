@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { isTransientDatabaseError } from '@app/database/transient-error';
+import { WritePressure } from '@app/database/write-pressure';
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import { commitWithinMs, dedupWindowMs } from './ingest.limits';
 import { IngestRepository, WriteBatch } from './ingest.repository';
@@ -29,6 +30,7 @@ export class IngestWriter {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly repository: IngestRepository,
     private readonly metrics: MetricsService,
+    private readonly pressure: WritePressure,
   ) {
     this.dedupWindowMs = dedupWindowMs(config);
     this.commitWithinMs = commitWithinMs(config);
@@ -46,7 +48,9 @@ export class IngestWriter {
     while (this.running < this.config.ingestWriteConcurrency && this.queue.length > 0) {
       const group = this.take();
       this.running++;
+      this.pressure.noteWrite();
       void this.flush(group).finally(() => {
+        this.pressure.noteWrite();
         this.running--;
         this.pump();
       });
