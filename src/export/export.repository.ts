@@ -4,7 +4,9 @@ import { EVENT_ROW_COLUMNS, type EventRow } from '@app/common/reads/event-record
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import { to as copyTo } from 'pg-copy-streams';
 import type { PoolClient } from 'pg';
-import { RAW_MARK } from './ndjson-lines';
+
+/** The first byte of a line the database left to the server: the row as JSON follows (./ndjson-lines.ts). */
+export const RAW_MARK = '!';
 
 /** A position in an export: the receive time (epoch microseconds) and stored id of a row. */
 export interface ExportPosition {

@@ -1,6 +1,6 @@
 import { sealEventIdBlocks, SEALED_EVENT_ID_BYTES, writePresentedEventId } from '@app/common/event-ids';
 import { type EventRow, toEventRecord } from '@app/common/reads/event-record';
-import type { ExportPosition } from './export.repository';
+import { type ExportPosition, RAW_MARK } from './export.repository';
 
 /**
  * The NDJSON export's lines. PostgreSQL writes each record's JSON text, with the fields, order
@@ -13,7 +13,6 @@ import type { ExportPosition } from './export.repository';
  * A row the database cannot write byte for byte as the service would (see the repository)
  * comes as RAW_MARK followed by the EventRow as JSON, and is presented with `toEventRecord`.
  */
-export const RAW_MARK = '!';
 
 const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 const ID_PREFIX = Buffer.from('{"id":"', 'latin1');
