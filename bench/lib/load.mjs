@@ -10,6 +10,9 @@ import autocannon from 'autocannon';
  * - `count`: parse the 200 answers of ingest and sum `received`, `accepted`, `duplicates`, `rejected`.
  * - `maxSeconds`: a safety stop. When it fires, requests in flight are abandoned and the run is
  *   marked `stoppedEarly`, because the server may still commit what the client never saw.
+ * - `sampleMs`: autocannon's sampling interval. A run of `amount` requests ends only at the
+ *   sample after its last answer, so with the default 1000 ms its `seconds` are rounded up to
+ *   whole seconds; a short interval makes the rate of a short run exact.
  */
 export async function runLoad({
   url,
@@ -20,6 +23,7 @@ export async function runLoad({
   amount,
   count = false,
   maxSeconds = 60,
+  sampleMs = 1000,
 }) {
   const sums = { received: 0, accepted: 0, duplicates: 0, rejected: 0, metered: 0 };
   let badBodies = 0;
@@ -54,6 +58,7 @@ export async function runLoad({
     connections: Math.min(connections, amount),
     amount,
     timeout: 30,
+    sampleInt: sampleMs,
     requests,
   });
   const started = process.hrtime.bigint();

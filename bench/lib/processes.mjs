@@ -42,6 +42,32 @@ export function cpuSecondsOf(pid) {
   return statOf(pid)?.cpuSeconds ?? 0;
 }
 
+/**
+ * CPU seconds a process has used so far, to the nanosecond: the sum over its threads of the
+ * scheduler's run time (/proc/<pid>/task/<tid>/schedstat, Linux). /proc/<pid>/stat counts in
+ * 10 ms ticks, which is 0.25 µs per event of a 40,000-event round; this is exact. A thread that
+ * has exited takes its count with it (Node's threads live as long as the process). Falls back
+ * to the tick count where schedstat is missing; 0 once the process is gone.
+ */
+export function preciseCpuSecondsOf(pid) {
+  let tasks;
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return 0;
+  }
+  let ns = 0;
+  for (const tid of tasks) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch (err) {
+      if (err.code === 'ENOENT' && tid === String(pid)) return cpuSecondsOf(pid);
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return ns / 1e9;
+}
+
 /** The postmaster of the cluster in `dataDir` and the processes it started; null when it is not running. */
 export function clusterProcesses(dataDir) {
   let postmaster;

@@ -3,9 +3,19 @@
 // Writes the `plans` section of bench/results/latest.json and nothing else.
 //
 //  - ingest with a 50-event plan (10 payload properties each, mode enforce, every event passing)
-//    against the same load for an app without a plan, measured as a pair: alternating rounds on one
-//    server, so that both sides see the same machine. Server CPU per event is the figure that
-//    matters; the difference of the two is the plan's cost.
+//    against the same load for an app without a plan, measured as a pair on one server: many
+//    rounds, the two sides alternating (and which goes first), each side's server CPU per event
+//    read to the nanosecond from the scheduler. The plan's cost is the median of the per-round
+//    differences: a round that another process on the machine slowed moves one difference, not
+//    the figure. Rounds of 50,000 events: the server has a periodic cost of its own (about 0.1 s
+//    of CPU every second or so) that falls on one side or the other, and shorter rounds make the
+//    differences swing by ±5 µs around it. The server is first run past the point where V8 has
+//    optimised the plan's 50 compiled validators (some 10^6 events), as a server that runs a
+//    plan is.
+//  - the plan's layers in-process, on the built code: the gate (lookup, validator, counters) run
+//    after ingest's field rules on each event, as ingest runs it, and the settling of a request
+//    (data-quality counts, metrics), per event of 100-event batches parsed from JSON, as paired
+//    rounds against the parse and the field rules alone.
 //  - the cost with no plan: the per-request plan lookup (a cache hit answering "none") and the
 //    per-event null check, timed in-process on the built code, per event of a 100-event batch.
 //  - replay throughput: events quarantined under a rejecting plan, the plan fixed, then one
@@ -17,7 +27,7 @@ import { createRequire } from 'node:module';
 import { stop as stopCluster } from '../../src/database/embedded-pg.mjs';
 import { connect, recreateDatabase, withDatabase } from '../lib/db.mjs';
 import { runLoad } from '../lib/load.mjs';
-import { cli, cpuSecondsOf, startServer } from '../lib/processes.mjs';
+import { cli, preciseCpuSecondsOf, startServer } from '../lib/processes.mjs';
 import {
   ROOT,
   QUICK,
@@ -30,8 +40,8 @@ import {
 } from '../lib/common.mjs';
 
 const SIZES = QUICK
-  ? { requests: 60, rounds: 2, batch: 100, connections: 8, replay: 2_000, warmEvents: 0 }
-  : { requests: 400, rounds: 4, batch: 100, connections: 16, replay: 20_000, warmEvents: 1_600_000 };
+  ? { requests: 60, rounds: 4, batch: 100, connections: 8, replay: 2_000, warmEvents: 0 }
+  : { requests: 500, rounds: 12, batch: 100, connections: 16, replay: 20_000, warmEvents: 2_000_000 };
 const EVENTS = 50;
 const PROPS = 10;
 
@@ -91,10 +101,10 @@ async function putPlan(server, key, appId, plan) {
   await api(server, key, 'PUT', `/api/v1/plan?appId=${appId}`, plan, { 'if-match': current.etag });
 }
 
-async function loadRun(server, tenant, name) {
+async function loadRun(server, tenant, name, requests = SIZES.requests) {
   const runId = `${name}-${Date.now().toString(36)}`;
-  const bodies = Array.from({ length: SIZES.requests }, (_, i) => body(runId, i, SIZES.batch));
-  const cpuBefore = cpuSecondsOf(server.pid);
+  const bodies = Array.from({ length: requests }, (_, i) => body(runId, i, SIZES.batch));
+  const cpuBefore = preciseCpuSecondsOf(server.pid);
   const r = await runLoad({
     url: `${server.baseUrl}/api/ingest`,
     method: 'POST',
@@ -103,13 +113,15 @@ async function loadRun(server, tenant, name) {
     // connection, which would send the same eventIds again.
     body: (i) => bodies[i],
     connections: SIZES.connections,
-    amount: SIZES.requests,
+    amount: requests,
     count: true,
+    // End at the last answer, not at the next whole second: the rate of a short round is exact.
+    sampleMs: 20,
   });
-  const cpu = cpuSecondsOf(server.pid) - cpuBefore;
+  const cpu = preciseCpuSecondsOf(server.pid) - cpuBefore;
   const accepted = r.totals.accepted;
-  if (accepted !== SIZES.requests * SIZES.batch)
-    throw new Error(`${name}: ${accepted} accepted of ${SIZES.requests * SIZES.batch}`);
+  if (accepted !== requests * SIZES.batch)
+    throw new Error(`${name}: ${accepted} accepted of ${requests * SIZES.batch}`);
   return { eventsPerSec: Math.round(r.eventsPerSec), serverCpuUsPerEvent: (cpu / accepted) * 1e6 };
 }
 
@@ -132,36 +144,89 @@ async function noPlanCost(dist) {
   return { perRequestNs: Math.round(ns), perEventUs: ns / 100 / 1000 };
 }
 
+const median = (xs) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+const quartiles = (xs) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const at = (q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+  return [at(0.25), at(0.75)];
+};
+
 /**
- * The plan's own cost in-process, on the built code: the gate of a 50-event enforced plan applied
- * to events that follow it, per event. Free of the HTTP and database noise of the pair.
+ * The plan's layers in-process, on the built code, in CPU time: 100-event batches parsed from
+ * JSON (fresh objects, as ingest gets them) and checked by ingest's field rules, then (a) nothing
+ * more, (b) the gate of the 50-event enforced plan on each event after its field rules, as ingest
+ * interleaves them, (c) that and the request's settling: the data-quality counts and the
+ * violation metrics. Paired rounds in turn; medians of the differences, per event.
  */
-function planGateCost(dist) {
+function planLayersInProcess(dist) {
   const require = createRequire(import.meta.url);
   const { compilePlan } = require(path.join(dist, 'src/plans/plan-compiler.js'));
   const { PlanGate } = require(path.join(dist, 'src/plans/plan-gate.js'));
+  const { QualityService } = require(path.join(dist, 'src/plans/quality.service.js'));
+  const { EventValidator } = require(path.join(dist, 'src/ingest/event-validator.js'));
   const compiled = compilePlan(benchPlan('enforce'), 1);
   if (!compiled.ok) throw new Error(JSON.stringify(compiled.problems));
-  const events = Array.from({ length: 1000 }, (_, n) => ({
-    eventName: `Plan.e${n % EVENTS}`,
-    floatValue: null,
-    payload: payload(n),
-  }));
+  const plan = compiled.compiled;
+  // Its repository is not reached: the counts are only flushed on a timer, not started here.
+  const quality = new QualityService({});
+  const counted = { schema_violation: 0, unplanned_event: 0 };
   const sink = { rejectLater() {}, warnLater() {} };
-  const run = (n) => {
-    let gate = new PlanGate(compiled.compiled, sink);
-    for (let i = 0; i < n; i++) {
-      if (i % 100 === 0) gate = new PlanGate(compiled.compiled, sink);
-      if (!gate.admit(events[i % events.length])) throw new Error('rejected');
+  const bodies = Array.from({ length: 200 }, (_, i) => body('inproc', i, 100));
+  const now = Date.now();
+  const run = (requests, layer) => {
+    const started = process.cpuUsage();
+    for (let r = 0; r < requests; r++) {
+      const { events } = JSON.parse(bodies[r % bodies.length]);
+      const fields = new EventValidator({
+        receivedAt: now,
+        skewMs: 0,
+        oldestTs: now - 86_400_000,
+        maxEventBytes: 32_768,
+        piiPolicy: 'redact',
+        forceTestMode: false,
+        pseudonymise: (_kind, value) => value,
+        maxIssuesListed: 100,
+        suppressed: null,
+      });
+      const gate = layer === 'fields' ? null : new PlanGate(plan, sink);
+      for (let i = 0; i < events.length; i++) {
+        const event = fields.validate(events[i], i);
+        if (event === null || (gate !== null && !gate.admit(event))) throw new Error('rejected');
+      }
+      if (gate === null) continue;
+      if (layer === 'settle') {
+        quality.add('app', now, gate);
+        for (const code in gate.violations) counted[code] += gate.violations[code];
+      }
     }
+    const used = process.cpuUsage(started);
+    return (used.user + used.system) / (requests * 100);
   };
   // 50 compiled validators reach V8's optimising tier only after some 10^6 events in all (about
-  // 4 µs per event before, under 1 µs after, on this box): the steady state is what a server runs.
-  run(2_000_000);
-  const n = 1_000_000;
-  const started = process.hrtime.bigint();
-  run(n);
-  return { perEventUs: Number(process.hrtime.bigint() - started) / n / 1000 };
+  // 3 µs per event before, a fraction of one after): the steady state is what a server runs.
+  const warmRequests = QUICK ? 1_000 : 25_000;
+  const warm = Date.now();
+  for (let n = 0; n < warmRequests; n += 500) run(500, 'settle');
+  const warmSeconds = (Date.now() - warm) / 1000;
+  const gate = [];
+  const settle = [];
+  for (let round = 0; round < 15; round++) {
+    const parse = run(2000, 'fields');
+    const withGate = run(2000, 'gate');
+    const withSettle = run(2000, 'settle');
+    gate.push(withGate - parse);
+    settle.push(withSettle - withGate);
+  }
+  return {
+    gateUsPerEvent: median(gate),
+    settleUsPerEvent: median(settle),
+    warmUpEvents: warmRequests * 100,
+    warmUpSeconds: warmSeconds,
+  };
 }
 
 async function replayRun(server, tenant, apiKey) {
@@ -200,6 +265,51 @@ async function replayRun(server, tenant, apiKey) {
 }
 
 const round2 = (x) => Math.round(x * 100) / 100;
+const round3 = (x) => Math.round(x * 1000) / 1000;
+
+/** Alternating rounds of the two sides on one server; the plan's cost is the median difference. */
+async function pairRounds(server, plain, planned) {
+  const rounds = [];
+  for (let i = 0; i < SIZES.rounds; i++) {
+    // Alternate which side goes first, so that neither always inherits the other's garbage.
+    let noPlan;
+    let withPlan;
+    if (i % 2 === 0) {
+      noPlan = await loadRun(server, plain, `a${i}`);
+      withPlan = await loadRun(server, planned, `b${i}`);
+    } else {
+      withPlan = await loadRun(server, planned, `b${i}`);
+      noPlan = await loadRun(server, plain, `a${i}`);
+    }
+    rounds.push({ noPlan, withPlan, deltaUs: withPlan.serverCpuUsPerEvent - noPlan.serverCpuUsPerEvent });
+    log(
+      `plans round ${i}: no plan ${noPlan.serverCpuUsPerEvent.toFixed(2)} µs/event, plan ${withPlan.serverCpuUsPerEvent.toFixed(2)} µs/event`,
+    );
+  }
+  const deltas = rounds.map((r) => r.deltaUs);
+  const [q1, q3] = quartiles(deltas);
+  return {
+    method:
+      'Server CPU (sum of its threads, /proc schedstat) per accepted event, one server, the two apps in ' +
+      'alternating rounds; the plan cost is the median of the per-round differences.',
+    rounds: rounds.map((r) => ({
+      noPlan: {
+        eventsPerSec: r.noPlan.eventsPerSec,
+        serverCpuUsPerEvent: round2(r.noPlan.serverCpuUsPerEvent),
+      },
+      withPlan: {
+        eventsPerSec: r.withPlan.eventsPerSec,
+        serverCpuUsPerEvent: round2(r.withPlan.serverCpuUsPerEvent),
+      },
+      deltaUs: round2(r.deltaUs),
+    })),
+    medianNoPlanCpuUsPerEvent: round2(median(rounds.map((r) => r.noPlan.serverCpuUsPerEvent))),
+    medianWithPlanCpuUsPerEvent: round2(median(rounds.map((r) => r.withPlan.serverCpuUsPerEvent))),
+    medianPlanCostUsPerEvent: round2(median(deltas)),
+    meanPlanCostUsPerEvent: round2(deltas.reduce((a, b) => a + b, 0) / deltas.length),
+    planCostInterquartileUs: [round2(q1), round2(q3)],
+  };
+}
 
 async function measure(dist, cluster) {
   const url = withDatabase(cluster.url, 'bench_plans');
@@ -226,46 +336,27 @@ async function measure(dist, cluster) {
     await putPlan(server, await keyFor(planned.appId), planned.appId, benchPlan('enforce'));
     // Warm-up: the 50 compiled validators reach V8's optimising tier only after some 10^6 events;
     // a server that runs a plan is in that state, and the pair measures it.
+    const warmStarted = performance.now();
+    let warmPlanCpu = 0;
     for (let i = 0; i < 3; i++) await loadRun(server, plain, `warm-a${i}`);
-    for (let sent = 0, i = 0; sent < SIZES.warmEvents; sent += SIZES.requests * SIZES.batch, i++) {
-      await loadRun(server, planned, `warm-b${i}`);
+    for (let sent = 0, i = 0; sent < SIZES.warmEvents; sent += 1000 * SIZES.batch, i++) {
+      warmPlanCpu = (await loadRun(server, planned, `warm-b${i}`, 1000)).serverCpuUsPerEvent;
     }
-    const rounds = [];
-    for (let i = 0; i < SIZES.rounds; i++) {
-      // Alternate which side goes first, so that neither always inherits the other's garbage.
-      let noPlan;
-      let withPlan;
-      if (i % 2 === 0) {
-        noPlan = await loadRun(server, plain, `a${i}`);
-        withPlan = await loadRun(server, planned, `b${i}`);
-      } else {
-        withPlan = await loadRun(server, planned, `b${i}`);
-        noPlan = await loadRun(server, plain, `a${i}`);
-      }
-      rounds.push({ noPlan, withPlan, deltaUs: withPlan.serverCpuUsPerEvent - noPlan.serverCpuUsPerEvent });
-      log(
-        `plans round ${i}: no plan ${noPlan.serverCpuUsPerEvent.toFixed(2)} µs/event, plan ${withPlan.serverCpuUsPerEvent.toFixed(2)} µs/event`,
-      );
-    }
-    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    log(
+      `plans warm-up: ${((performance.now() - warmStarted) / 1000).toFixed(1)} s, last ${warmPlanCpu.toFixed(2)} µs/event`,
+    );
+    const pair = await pairRounds(server, plain, planned);
     const replayed = await replayRun(server, replay, await keyFor(replay.appId));
     log(`replay: ${replayed.eventsPerSec} events/s`);
+    const layers = planLayersInProcess(dist);
     return {
-      pair: {
-        rounds: rounds.map((r) => ({
-          noPlan: {
-            eventsPerSec: r.noPlan.eventsPerSec,
-            serverCpuUsPerEvent: round2(r.noPlan.serverCpuUsPerEvent),
-          },
-          withPlan: {
-            eventsPerSec: r.withPlan.eventsPerSec,
-            serverCpuUsPerEvent: round2(r.withPlan.serverCpuUsPerEvent),
-          },
-        })),
-        medianPlanCostUsPerEvent: round2(median(rounds.map((r) => r.deltaUs))),
-      },
+      pair,
       noPlanCost: await noPlanCost(dist),
-      planGateInProcess: planGateCost(dist),
+      planLayersInProcess: {
+        gateUsPerEvent: round3(layers.gateUsPerEvent),
+        settleUsPerEvent: round3(layers.settleUsPerEvent),
+        warmUpEvents: layers.warmUpEvents,
+      },
       replay: replayed,
     };
   } finally {

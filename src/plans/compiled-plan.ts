@@ -1,11 +1,16 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { FloatValueRule, PlanMode, PlannedEvent, UnplannedPolicy, Violation } from './plan.types';
 
-interface CompiledDefinition {
+export interface CompiledDefinition {
+  /** Its position in the plan's `names`. */
+  index: number;
   floatValue: FloatValueRule;
   /** null: the definition has no payload schema. */
   validate: ValidateFunction | null;
 }
+
+/** What a schema sees of an event sent without a payload (never changed by a validator). */
+const EMPTY_PAYLOAD = Object.freeze({});
 
 /** A JSON Pointer of the payload (`/plan`) as a path in the event (`payload.plan`). */
 function payloadPath(pointer: string): string {
@@ -43,21 +48,37 @@ export function toViolation(e: ErrorObject): Violation {
  * Shared by every request of the app until the plan changes.
  */
 export class CompiledPlan {
+  /** The planned event names, by definition index. */
+  readonly names: readonly string[];
+
   constructor(
     readonly version: number,
     readonly mode: PlanMode,
     readonly unplanned: UnplannedPolicy,
     private readonly definitions: Map<string, CompiledDefinition>,
-  ) {}
+  ) {
+    const names: string[] = [];
+    for (const [name, def] of definitions) names[def.index] = name;
+    this.names = names;
+  }
 
   /** Whether the plan is applied at all (`off` plans are stored only). */
   get active(): boolean {
     return this.mode !== 'off';
   }
 
+  /** The definition of an event name; undefined when the plan does not list it. */
+  definition(eventName: string): CompiledDefinition | undefined {
+    return this.definitions.get(eventName);
+  }
+
   /** The rules `event` breaks, or null when it follows the plan. */
   check(event: PlannedEvent): Violation[] | null {
-    const def = this.definitions.get(event.eventName);
+    return this.verdict(this.definitions.get(event.eventName), event);
+  }
+
+  /** As `check`, with the event's definition already looked up (`definition`). */
+  verdict(def: CompiledDefinition | undefined, event: PlannedEvent): Violation[] | null {
     if (def === undefined) {
       if (this.unplanned === 'allow') return null;
       return [
@@ -82,7 +103,7 @@ export class CompiledPlan {
       }
     }
     const validate = def.validate;
-    if (validate !== null && !validate(event.payload ?? {})) {
+    if (validate !== null && !validate(event.payload ?? EMPTY_PAYLOAD)) {
       out ??= [];
       for (const e of validate.errors!) out.push(toViolation(e));
     }

@@ -1,6 +1,6 @@
 import Ajv2020 from 'ajv/dist/2020';
 import { isControlCode } from '@app/common/control-characters';
-import { CompiledPlan } from './compiled-plan';
+import { CompiledPlan, type CompiledDefinition } from './compiled-plan';
 import { linearRegExp } from './regexp';
 import {
   FLOAT_VALUE_RULES,
@@ -150,10 +150,7 @@ export function compilePlan(raw: unknown, version: number): PlanCompilation {
   const problems: PlanProblem[] = [];
   const plan = readPlan(raw, problems);
   const ajv = newAjv();
-  const definitions = new Map<
-    string,
-    { floatValue: 'optional' | 'required' | 'forbidden'; validate: ReturnType<Ajv2020['compile']> | null }
-  >();
+  const definitions = new Map<string, CompiledDefinition>();
   for (const [name, def] of Object.entries(plan.events)) {
     const path = `events.${name}.payload`;
     let validate = null;
@@ -174,7 +171,7 @@ export function compilePlan(raw: unknown, version: number): PlanCompilation {
         continue;
       }
     }
-    definitions.set(name, { floatValue: def.floatValue ?? 'optional', validate });
+    definitions.set(name, { index: definitions.size, floatValue: def.floatValue ?? 'optional', validate });
   }
   if (problems.length) return { ok: false, problems };
   return { ok: true, plan, compiled: new CompiledPlan(version, plan.mode, plan.unplanned, definitions) };

@@ -17,7 +17,7 @@ export class PlanEnforcement {
   /** Counts the violations (metrics, data-quality counts) and keeps the rejected events in the quarantine. */
   async settle(appId: string, receivedAt: number, gate: PlanGate<QuarantineEvent>): Promise<void> {
     this.metrics.recordPlanViolations(gate.violations);
-    this.quality.add(appId, receivedAt, gate.tally);
+    this.quality.add(appId, receivedAt, gate);
     await this.quarantine.insert(appId, receivedAt, gate.rejected);
   }
 }

@@ -34,16 +34,33 @@ export interface Rejection<E> {
   violations: Violation[];
 }
 
+/** Reads one request's counts per event name; a name may come twice (see `PlanGate.forEachTally`). */
+export type TallyReader = (
+  eventName: string,
+  accepted: number,
+  flagged: number,
+  rejected: number,
+  rules: ReadonlyMap<string, number> | null,
+) => void;
+
 /**
  * Applies one app's plan to the events of one request, after the field rules and the PII guard.
  * Violations are warnings under `flag` and rejections under `enforce`; rejected events are kept
  * in `rejected` for the quarantine, and every violation is counted by code.
+ *
+ * The common case, an event that follows its definition, costs one lookup, the validator and one
+ * counter in an array by definition index; events with violations and unplanned names are tallied
+ * by name, which costs more but is rarer.
  */
 export class PlanGate<E extends PlannedEvent> {
   readonly rejected: Rejection<E>[] = [];
   readonly violations: Record<ViolationCode, number> = { schema_violation: 0, unplanned_event: 0 };
-  /** What the plan did, per event name, for the data-quality counts. */
-  readonly tally = new Map<string, QualityTally>();
+  /** Events that followed their definition, by definition index; allocated on first use. */
+  private clean: Uint32Array | null = null;
+  /** The definition indexes counted in `clean`, in order of first use. */
+  private readonly touched: number[] = [];
+  /** Everything else, by event name. */
+  private readonly others = new Map<string, QualityTally>();
 
   constructor(
     private readonly plan: CompiledPlan,
@@ -52,13 +69,17 @@ export class PlanGate<E extends PlannedEvent> {
 
   /** Whether `event` is kept (it follows the plan, or only breaks it under `flag`). */
   admit(event: E): boolean {
-    const found = this.plan.check(event);
-    let t = this.tally.get(event.eventName);
-    if (t === undefined) this.tally.set(event.eventName, (t = newTally()));
+    const def = this.plan.definition(event.eventName);
+    const found = this.plan.verdict(def, event);
     if (found === null) {
-      t.accepted++;
+      if (def === undefined) this.other(event.eventName).accepted++;
+      else {
+        const clean = (this.clean ??= new Uint32Array(this.plan.names.length));
+        if (clean[def.index]++ === 0) this.touched.push(def.index);
+      }
       return true;
     }
+    const t = this.other(event.eventName);
     for (const v of found) {
       this.violations[v.code]++;
       const rule = `${v.field}\u0000${ruleOf(v)}`;
@@ -74,5 +95,22 @@ export class PlanGate<E extends PlannedEvent> {
     t.flagged++;
     this.sink.warnLater(event, found);
     return true;
+  }
+
+  /**
+   * What the plan did, per event name, for the data-quality counts: the events that followed
+   * their definition first, then the others. A name may come twice; its counts add up.
+   */
+  forEachTally(read: TallyReader): void {
+    const { clean, touched } = this;
+    const names = this.plan.names;
+    for (let i = 0; i < touched.length; i++) read(names[touched[i]], clean![touched[i]], 0, 0, null);
+    for (const [name, t] of this.others) read(name, t.accepted, t.flagged, t.rejected, t.rules);
+  }
+
+  private other(eventName: string): QualityTally {
+    let t = this.others.get(eventName);
+    if (t === undefined) this.others.set(eventName, (t = newTally()));
+    return t;
   }
 }

@@ -1,7 +1,8 @@
 import { Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { utcDateString } from '@app/common/time';
-import type { QualityTally } from './plan-gate';
+import type { PlanGate } from './plan-gate';
+import type { PlannedEvent } from './plan.types';
 import { QualityRepository, QualityRow, RuleRow } from './quality.repository';
 
 /** How often an instance adds its data-quality counts to the database. */
@@ -25,7 +26,8 @@ export interface EventQuality {
 @Injectable()
 export class QualityService implements OnApplicationShutdown {
   private readonly logger = new Logger('PlanQuality');
-  private quality = new Map<string, QualityRow>();
+  /** Per `app|day`, the rows by event name. */
+  private quality = new Map<string, Map<string, QualityRow>>();
   private rules = new Map<string, RuleRow>();
 
   constructor(private readonly repository: QualityRepository) {}
@@ -41,32 +43,38 @@ export class QualityService implements OnApplicationShutdown {
     await this.flush().catch(() => undefined);
   }
 
-  /** Adds one request's tally. */
-  add(appId: string, receivedAt: number, tally: Map<string, QualityTally>): void {
+  /** Adds one request's counts (the plan gate's tally). */
+  add(appId: string, receivedAt: number, gate: Pick<PlanGate<PlannedEvent>, 'forEachTally'>): void {
     const day = utcDateString(receivedAt);
-    for (const [eventName, t] of tally) {
-      const key = `${appId}|${day}|${eventName}`;
-      let row = this.quality.get(key);
-      if (!row)
-        this.quality.set(key, (row = { appId, day, eventName, accepted: 0, flagged: 0, rejected: 0 }));
-      row.accepted += t.accepted;
-      row.flagged += t.flagged;
-      row.rejected += t.rejected;
-      for (const [fieldRule, n] of t.rules) {
-        const ruleKey = `${key}|${fieldRule}`;
-        let r = this.rules.get(ruleKey);
-        if (!r) {
-          const [field, rule] = fieldRule.split('\u0000');
-          this.rules.set(ruleKey, (r = { appId, day, eventName, field, rule, violations: 0 }));
-        }
-        r.violations += n;
+    const bucket = `${appId}|${day}`;
+    let quality = this.quality.get(bucket);
+    if (quality === undefined) this.quality.set(bucket, (quality = new Map()));
+    gate.forEachTally((eventName, accepted, flagged, rejected, rules) => {
+      let row = quality.get(eventName);
+      if (row === undefined)
+        quality.set(eventName, (row = { appId, day, eventName, accepted: 0, flagged: 0, rejected: 0 }));
+      row.accepted += accepted;
+      row.flagged += flagged;
+      row.rejected += rejected;
+      if (rules !== null && rules.size > 0) this.addRules(appId, day, eventName, rules);
+    });
+  }
+
+  private addRules(appId: string, day: string, eventName: string, rules: ReadonlyMap<string, number>): void {
+    for (const [fieldRule, n] of rules) {
+      const ruleKey = `${appId}|${day}|${eventName}|${fieldRule}`;
+      let r = this.rules.get(ruleKey);
+      if (!r) {
+        const [field, rule] = fieldRule.split('\u0000');
+        this.rules.set(ruleKey, (r = { appId, day, eventName, field, rule, violations: 0 }));
       }
+      r.violations += n;
     }
   }
 
   /** Writes the counts gathered so far. */
   async flush(): Promise<void> {
-    const quality = [...this.quality.values()];
+    const quality = [...this.quality.values()].flatMap((rows) => [...rows.values()]);
     const rules = [...this.rules.values()];
     this.quality = new Map();
     this.rules = new Map();

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { microsLiteral, type CursorPosition } from '@app/common/reads/cursor';
 import type { Rejection } from './plan-gate';
-import type { QuarantineEvent, QuarantineFilters, QuarantineRow } from './quarantine.types';
+import type { QuarantineEvent, QuarantineFilters, QuarantineRow, ReplayRow } from './quarantine.types';
 
 const PARTITION_NAME = /^quarantine_p(\d{4})(\d{2})(\d{2})$/;
 
@@ -11,6 +11,15 @@ const COLUMNS = `id::text AS id, app_id, (extract(epoch FROM received_at) * 1000
   floor(extract(epoch FROM ts) * 1000)::bigint::text AS ts_ms, event_time::text AS event_time, event_name,
   event_id, anonymous_user_id, session_id, is_test_mode, platform, app_version, build_number, os_version,
   device_model, locale, timezone, float_value, payload_json AS payload, code, violations`;
+
+// What a replay reads of a quarantined event: ingest's fields under ingest's names, so that the
+// driver's rows are used as they come, and not the violations (the replay checks again).
+const REPLAY_COLUMNS = `id::text AS id, (extract(epoch FROM received_at) * 1000000)::bigint::text AS "receivedUs",
+  floor(extract(epoch FROM ts) * 1000)::float8 AS ts, event_time::float8 AS "eventTime", event_name AS "eventName",
+  event_id AS "eventId", anonymous_user_id AS "anonymousUserId", session_id AS "sessionId",
+  is_test_mode AS "isTestMode", platform, app_version AS "appVersion", build_number AS "buildNumber",
+  os_version AS "osVersion", device_model AS "deviceModel", locale, timezone, float_value AS "floatValue",
+  payload_json AS payload`;
 
 interface Row {
   id: string;
@@ -142,37 +151,49 @@ export class QuarantineRepository {
   }
 
   /**
-   * Runs `fn` in one transaction on the next `limit` rows after `after`, oldest first, locked so
-   * that a concurrent replay skips them; deletes the rows `fn` returns, then commits. Rows
-   * another transaction holds are skipped.
+   * One replay chunk, in one transaction: locks the next `limit` rows after `after`, oldest
+   * first (rows another transaction holds are skipped, so a concurrent replay never sees them),
+   * and hands them to `claimed` at once, so that the caller may open the next chunk while this
+   * one is processed. Then runs `fn`, deletes the rows whose ids it returns, and commits.
    */
   async withChunk<T>(
     appId: string,
     filters: QuarantineFilters,
     after: CursorPosition | null,
     limit: number,
-    fn: (rows: QuarantineRow[], manager: EntityManager) => Promise<{ remove: QuarantineRow[]; result: T }>,
-  ): Promise<{ rows: QuarantineRow[]; result: T }> {
+    claimed: (rows: ReplayRow[]) => void,
+    fn: (rows: ReplayRow[], manager: EntityManager) => Promise<{ remove: string[]; result: T }>,
+  ): Promise<T> {
     return this.db.transaction(async (manager) => {
+      // The rows in index order, never a sort of all the app's rows per chunk: a partition filled
+      // since the last ANALYZE looks nearly empty to the planner, which then sorts everything.
+      await manager.query(`SET LOCAL enable_sort = off`);
       const { params, where } = whereOf(appId, filters, after, false);
       params.push(limit);
-      const rows = (
-        (await manager.query(
-          `SELECT ${COLUMNS} FROM quarantine WHERE ${where}
-            ORDER BY quarantine.received_at, quarantine.id LIMIT $${params.length}
-            FOR UPDATE SKIP LOCKED`,
-          params,
-        )) as Row[]
-      ).map(toRow);
+      const rows = (await manager.query(
+        `SELECT ${REPLAY_COLUMNS} FROM quarantine WHERE ${where}
+          ORDER BY quarantine.received_at, quarantine.id LIMIT $${params.length}
+          FOR UPDATE SKIP LOCKED`,
+        params,
+      )) as ReplayRow[];
+      claimed(rows);
       const { remove, result } = await fn(rows, manager);
       if (remove.length) {
+        // The chunk is ordered by (received_at, id): its first and last rows bound the partition
+        // range to search, and the ids (one sequence for the whole table) name the rows.
         await manager.query(
-          `DELETE FROM quarantine q USING unnest($2::timestamptz[], $3::bigint[]) AS k(received_at, id)
-            WHERE q.app_id = $1 AND q.received_at = k.received_at AND q.id = k.id`,
-          [appId, remove.map((r) => microsLiteral(r.receivedUs)), remove.map((r) => r.id)],
+          `DELETE FROM quarantine WHERE app_id = $1 AND received_at BETWEEN $2::timestamptz AND $3::timestamptz
+              AND id = ANY($4::bigint[])`,
+          [
+            appId,
+            microsLiteral(BigInt(rows[0].receivedUs)),
+            microsLiteral(BigInt(rows[rows.length - 1].receivedUs)),
+            // Decimal ids need no quoting: one array literal, not the driver's escaping per element.
+            `{${remove.join(',')}}`,
+          ],
         );
       }
-      return { rows, result };
+      return result;
     });
   }
 

@@ -29,6 +29,13 @@ export interface QuarantineRow extends QuarantineEvent {
   violations: Violation[];
 }
 
+/** One quarantined event as a replay reads it: the event, its id, and its receive time for the cursor. */
+export interface ReplayRow extends QuarantineEvent {
+  id: string;
+  /** Epoch microseconds, as a decimal string. */
+  receivedUs: string;
+}
+
 export interface QuarantineFilters {
   eventName?: string;
   code?: ViolationCode;

@@ -41,8 +41,9 @@ function compile(pattern: string, flags: string): LinearRegExp {
   const name = `/${pattern}/${flags}`;
   if (isLinearOnV8(pattern)) {
     try {
-      const native = new RegExp(pattern, flags);
-      return { test: (input) => native.test(input), toString: () => name };
+      // The RegExp itself, not a wrapper: the validators call its `test` directly. Without the
+      // `g` or `y` flag (Ajv passes `u` or none) it keeps no state between calls.
+      return new RegExp(pattern, flags);
     } catch {
       // Not valid in V8's unicode mode (an identity escape it refuses): RE2 runs it.
     }
