@@ -588,6 +588,27 @@ describe('tracking plans', () => {
       expect(resend.body).toMatchObject({ duplicates: 1, accepted: 0 });
     });
 
+    it("marks the app's local days for the rollups, as ingest does", async () => {
+      const s = await setup(t.http, t.app);
+      await t.db.query(
+        `UPDATE apps SET timezone = 'Asia/Tokyo', rollup_timezone = 'Asia/Tokyo' WHERE id = $1`,
+        [s.appId],
+      );
+      await putPlan(t.http, s.appId, s.planKey, plan('enforce', 'reject'));
+      await postIngest(t.http, s.liveKey, { events: [{ eventName: 'Tokyo.opened' }] });
+      await putPlan(t.http, s.appId, s.planKey, plan('enforce', 'allow'));
+      await t.db.query(`DELETE FROM rollup_dirty WHERE app_id = $1`, [s.appId]);
+      expect((await replay(s.appId, s.planKey)).body).toEqual({
+        replayed: 1,
+        duplicates: 0,
+        stillRejected: 0,
+      });
+      const marks = (await t.db.query(`SELECT DISTINCT timezone FROM rollup_dirty WHERE app_id = $1`, [
+        s.appId,
+      ])) as { timezone: string }[];
+      expect(marks).toEqual([{ timezone: 'Asia/Tokyo' }]);
+    });
+
     it('filters the replay by eventName and code', async () => {
       const s = await setup(t.http, t.app);
       await putPlan(t.http, s.appId, s.planKey, plan('enforce', 'reject'));

@@ -66,6 +66,7 @@ export function buildPlanServices(
       plans,
       quarantineRepository,
       new IngestRepository(dataSource),
+      apps,
     ),
     check: async (appId, events, plan) => {
       const key: RequestKey = { id: 'cli', kind: 'api', mode: 'live', appIds: [appId], scopes: [] };

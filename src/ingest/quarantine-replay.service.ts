@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { AppsService } from '@app/auth/apps.service';
+import { DEFAULT_TIME_ZONE } from '@app/common/timezones';
 import type { CursorPosition } from '@app/common/reads/cursor';
 import type { CompiledPlan } from '@app/plans/compiled-plan';
 import { PlansService } from '@app/plans/plans.service';
@@ -66,6 +68,7 @@ export class QuarantineReplayService {
     private readonly plans: PlansService,
     private readonly quarantine: QuarantineRepository,
     private readonly events: IngestRepository,
+    private readonly apps: AppsService,
   ) {}
 
   /** Replays, then records `quarantine.replayed` with the filters and the counts. */
@@ -92,6 +95,8 @@ export class QuarantineReplayService {
   ): Promise<ReplayResult> {
     // The plan in force now: what ingest would apply to these events if they arrived today.
     const plan = await this.plans.current(appId);
+    // The app's zone names the local days whose rollups the replayed events change, as ingest's do.
+    const timezone = (await this.apps.timezoneOf(appId)) ?? DEFAULT_TIME_ZONE;
     const total: ReplayResult = { replayed: 0, duplicates: 0, stillRejected: 0 };
     let next: Promise<NextChunk> = Promise.resolve(null);
     const worker = async (): Promise<void> => {
@@ -108,7 +113,7 @@ export class QuarantineReplayService {
         let result: ReplayResult;
         try {
           result = await this.quarantine.withChunk(appId, filters, after, chunk, claimed, (rows, manager) =>
-            this.replayChunk(appId, plan, rows, manager),
+            this.replayChunk(appId, timezone, plan, rows, manager),
           );
         } catch (err) {
           // The other workers stop after their chunk in flight; those already committed stay so.
@@ -129,6 +134,7 @@ export class QuarantineReplayService {
 
   private async replayChunk(
     appId: string,
+    timezone: string,
     plan: CompiledPlan | null,
     rows: ReplayRow[],
     manager: EntityManager,
@@ -156,7 +162,7 @@ export class QuarantineReplayService {
     }
     if (events.length) {
       // Replayed events are received now: an export window already read never gains an event.
-      const batch = { appId, receivedAt: Date.now(), events };
+      const batch = { appId, receivedAt: Date.now(), events, timezone };
       const [repeated] = await this.events.insertBatchesIn(
         manager,
         [batch],
