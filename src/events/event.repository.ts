@@ -39,11 +39,11 @@ export class EventRepository {
     if (filters.eventName !== undefined) add('event_name = ?', filters.eventName);
     if (filters.anonymousUserId !== undefined) add('anonymous_user_id = ?', filters.anonymousUserId);
     if (filters.sessionId !== undefined) add('session_id = ?', filters.sessionId);
-    if (
+    const filtered =
       filters.eventName !== undefined ||
       filters.anonymousUserId !== undefined ||
-      filters.sessionId !== undefined
-    ) {
+      filters.sessionId !== undefined;
+    if (filtered) {
       // True of every row. The days ingest writes answer these three filters from a BRIN index
       // that also summarizes `received_at` (src/storage/partition.repository.ts); naming the
       // column lets the planner see that the index follows the table's order and cost the
@@ -61,15 +61,22 @@ export class EventRepository {
     params.push(limit);
     // The ORDER BY names the table's columns: the bare `id` would be the text output column,
     // which sorts 100000 before 99999 and would not match the cursor's numeric comparison.
-    return (await this.read.run((db) =>
-      db.query(
-        `SELECT ${EVENT_ROW_COLUMNS}
+    const sql = `SELECT ${EVENT_ROW_COLUMNS}
          FROM events
         WHERE ${where.join(' AND ')}
         ORDER BY events.received_at DESC, events.id DESC
-        LIMIT $${params.length}`,
-        params,
-      ),
+        LIMIT $${params.length}`;
+    if (filtered) return (await this.read.run((db) => db.query(sql, params))) as EventRow[];
+    // Without a filter the (app_id, received_at DESC, id DESC) index gives the page in order, and
+    // reading it is always the right plan. But the days ingest writes are often not analyzed yet
+    // (a new day's partition, a burst since the last autovacuum), and their estimate of a few
+    // rows makes the planner fetch every row of the app and sort them instead: 25 ms for 16,000
+    // rows, growing with the day, against 0.5 ms in order. So sorting is ruled out for this read.
+    return (await this.read.run((db) =>
+      db.transaction(async (m) => {
+        await m.query('SET LOCAL enable_sort = off');
+        return m.query(sql, params);
+      }),
     )) as EventRow[];
   }
 }
