@@ -15,6 +15,10 @@ export interface EventFilters {
   testMode: TestModeFilter;
 }
 
+interface PgClient {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
 @Injectable()
 export class EventRepository {
   constructor(private readonly read: ReadDatabase) {}
@@ -72,11 +76,24 @@ export class EventRepository {
     // (a new day's partition, a burst since the last autovacuum), and their estimate of a few
     // rows makes the planner fetch every row of the app and sort them instead: 25 ms for 16,000
     // rows, growing with the day, against 0.5 ms in order. So sorting is ruled out for this read.
-    return (await this.read.run((db) =>
-      db.transaction(async (m) => {
-        await m.query('SET LOCAL enable_sort = off');
-        return m.query(sql, params);
-      }),
-    )) as EventRow[];
+    return (await this.read.run(async (db) => {
+      // The driver's client directly: any failure (a lost connection above all) reaches the
+      // caller as it was raised, so that the read route can send the read to another server.
+      const runner = db.createQueryRunner();
+      try {
+        const client = (await runner.connect()) as PgClient;
+        await client.query('BEGIN; SET LOCAL enable_sort = off');
+        try {
+          const rows = (await client.query(sql, params)).rows;
+          await client.query('COMMIT');
+          return rows;
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+      } finally {
+        await runner.release();
+      }
+    })) as EventRow[];
   }
 }

@@ -105,13 +105,18 @@ function readLoop(server, tenant) {
   };
 }
 
-/** Reads of the server's replica pool that the standby has seen, by the query's table. */
+/**
+ * Reads of the server's replica pool that the standby has seen, by the query's table. The
+ * unfiltered events page runs in a transaction of its own (it sets enable_sort off for its one
+ * statement), so its connection's last statement is that transaction's COMMIT; nothing else of
+ * the replica pool in this script runs a transaction.
+ */
 async function standbyReads(standby, table) {
   const rows = await query(
     standby.url,
     `SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE application_name = 'tally-read-replica' AND query ILIKE $1`,
-    [`%FROM ${table}%`],
+      WHERE application_name = 'tally-read-replica' AND (query ILIKE $1 OR ($2 AND query = 'COMMIT'))`,
+    [`%FROM ${table}%`, table === 'events'],
   );
   return rows[0].n;
 }
