@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ReadDatabase } from '@app/database/read-database';
+import { withDriverClient } from '@app/database/driver-client';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import { microsLiteral, type CursorPosition } from '@app/common/reads/cursor';
 import { EVENT_ROW_COLUMNS, type EventRow } from '@app/common/reads/event-record';
@@ -13,10 +14,6 @@ export interface EventFilters {
   /** Exclusive upper bound on the effective event time, epoch ms. */
   toMs?: number;
   testMode: TestModeFilter;
-}
-
-interface PgClient {
-  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
 }
 
 @Injectable()
@@ -76,24 +73,20 @@ export class EventRepository {
     // (a new day's partition, a burst since the last autovacuum), and their estimate of a few
     // rows makes the planner fetch every row of the app and sort them instead: 25 ms for 16,000
     // rows, growing with the day, against 0.5 ms in order. So sorting is ruled out for this read.
-    return (await this.read.run(async (db) => {
-      // The driver's client directly: any failure (a lost connection above all) reaches the
-      // caller as it was raised, so that the read route can send the read to another server.
-      const runner = db.createQueryRunner();
-      try {
-        const client = (await runner.connect()) as PgClient;
+    // The driver's client, so that a lost connection reaches the read route as raised and the
+    // read goes to another server.
+    return this.read.run((db) =>
+      withDriverClient(db, async (client) => {
         await client.query('BEGIN; SET LOCAL enable_sort = off');
         try {
-          const rows = (await client.query(sql, params)).rows;
+          const rows = (await client.query(sql, params)).rows as EventRow[];
           await client.query('COMMIT');
           return rows;
         } catch (err) {
           await client.query('ROLLBACK').catch(() => undefined);
           throw err;
         }
-      } finally {
-        await runner.release();
-      }
-    })) as EventRow[];
+      }),
+    );
   }
 }

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { ReadDatabase } from '@app/database/read-database';
+import { withDriverClient } from '@app/database/driver-client';
 import { EVENT_ROW_COLUMNS, type EventRow } from '@app/common/reads/event-record';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import { to as copyTo } from 'pg-copy-streams';
-import type { PoolClient } from 'pg';
 
 /** The first byte of a line the database left to the server: the row as JSON follows (./ndjson-lines.ts). */
 export const RAW_MARK = '!';
@@ -57,32 +57,52 @@ const WRITTEN_IN_DATABASE = `(e.payload_json IS NOT NULL OR e.payload IS NULL)
 const NDJSON_LINE = `CASE WHEN ${WRITTEN_IN_DATABASE} THEN ${RECORD_JSON} || E'\\n'
        ELSE '${RAW_MARK}' || row_to_json(raw)::text END`;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+type SqlType = 'uuid' | 'timestamptz' | 'boolean' | 'bigint';
+/** Writes one value of a condition into the SQL: as a parameter, or as a checked literal. */
+type Bind = (value: string | boolean, type: SqlType) => string;
 
-/**
- * The window's conditions with their values written in: COPY takes no parameters. Every value
- * is checked to be what it claims (a lower-case uuid, integers), so nothing else can get in.
- */
-function literalWhere(window: ExportWindow, after: ExportPosition | null): string {
-  if (!UUID.test(window.appId)) throw new Error('export: appId must be a normalised uuid');
-  if (!Number.isSafeInteger(window.fromMs) || !Number.isSafeInteger(window.toMs)) {
-    throw new Error('export: the window must be whole milliseconds');
-  }
+/** The window's conditions, and the position's, over `events e`. */
+function windowWhere(window: ExportWindow, after: ExportPosition | null, bind: Bind): string {
   const where = [
-    `e.app_id = '${window.appId}'::uuid`,
-    `e.received_at >= '${iso(window.fromMs)}'::timestamptz`,
-    `e.received_at < '${iso(window.toMs)}'::timestamptz`,
+    `e.app_id = ${bind(window.appId, 'uuid')}`,
+    `e.received_at >= ${bind(iso(window.fromMs), 'timestamptz')}`,
+    `e.received_at < ${bind(iso(window.toMs), 'timestamptz')}`,
   ];
-  if (window.testMode !== 'all') where.push(`e.is_test_mode = ${window.testMode === 'true'}`);
+  if (window.testMode !== 'all')
+    where.push(`e.is_test_mode = ${bind(window.testMode === 'true', 'boolean')}`);
   if (after) {
-    const at = BigInt.asIntN(64, after.receivedUs);
-    const id = BigInt.asIntN(64, after.id);
-    where.push(
-      `(e.received_at, e.id) > (timestamptz 'epoch' + ${at}::bigint * interval '1 microsecond', ${id}::bigint)`,
-    );
+    const at = bind(BigInt.asIntN(64, after.receivedUs).toString(), 'bigint');
+    const id = bind(BigInt.asIntN(64, after.id).toString(), 'bigint');
+    where.push(`(e.received_at, e.id) > (timestamptz 'epoch' + ${at} * interval '1 microsecond', ${id})`);
   }
   return where.join(' AND ');
 }
+
+/** Each value as the next parameter of `params`. */
+const asParameters =
+  (params: unknown[]): Bind =>
+  (value, type) => {
+    params.push(value);
+    return `$${params.length}::${type}`;
+  };
+
+const LITERAL_SHAPES: Record<Exclude<SqlType, 'boolean'>, RegExp> = {
+  uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+  timestamptz: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/,
+  bigint: /^-?\d{1,19}$/,
+};
+
+/**
+ * Each value written into the SQL, for COPY, which takes no parameters. A value is written only
+ * once it is checked to have its type's shape (a lower-case uuid, an ISO instant, digits), so
+ * nothing else can get in.
+ */
+const asLiterals: Bind = (value, type) => {
+  if (typeof value === 'boolean') return String(value);
+  if (type === 'boolean' || !LITERAL_SHAPES[type].test(value))
+    throw new Error(`export: not a ${type}: ${value}`);
+  return `'${value}'::${type}`;
+};
 
 /**
  * The export's reads. They go through ReadDatabase, as GET /api/v1/events does: the read pool,
@@ -102,15 +122,16 @@ export class ExportRepository {
    * microseconds, as stored, so paging is exact whatever the precision of received_at.
    */
   async chunk(window: ExportWindow, after: ExportPosition | null, limit: number): Promise<EventRow[]> {
-    const { params, where } = whereOf(window, after);
+    const params: unknown[] = [];
+    const where = windowWhere(window, after, asParameters(params));
     params.push(limit);
     // One statement per chunk: on a replica connection error it is simply read again from the primary.
     return (await this.read.run((db) =>
       db.query(
         `SELECT ${EVENT_ROW_COLUMNS}
-           FROM events
+           FROM events e
           WHERE ${where}
-          ORDER BY events.received_at, events.id
+          ORDER BY e.received_at, e.id
           LIMIT $${params.length}`,
         params,
       ),
@@ -128,40 +149,15 @@ export class ExportRepository {
     const sql = `COPY (SELECT e.received_at, e.id, ${NDJSON_LINE}
                          FROM events e
                         CROSS JOIN LATERAL (SELECT ${EVENT_ROW_COLUMNS}) raw
-                        WHERE ${literalWhere(window, after)}
+                        WHERE ${windowWhere(window, after, asLiterals)}
                         ORDER BY e.received_at, e.id
                         LIMIT ${limit}) TO STDOUT (FORMAT binary)`;
-    return this.read.run(async (db) => {
-      const runner = db.createQueryRunner();
-      try {
-        const client = (await runner.connect()) as PoolClient;
+    return this.read.run((db) =>
+      withDriverClient(db, async (client) => {
         const pieces: Buffer[] = [];
         for await (const piece of client.query(copyTo(sql))) pieces.push(piece as Buffer);
         return Buffer.concat(pieces);
-      } finally {
-        await runner.release();
-      }
-    });
-  }
-}
-
-/** The window's conditions, and the position's, over `events` (or its alias). */
-function whereOf(window: ExportWindow, after: ExportPosition | null, table = 'events') {
-  const params: unknown[] = [window.appId, iso(window.fromMs), iso(window.toMs)];
-  const where = [
-    `${table}.app_id = $1`,
-    `${table}.received_at >= $2::timestamptz`,
-    `${table}.received_at < $3::timestamptz`,
-  ];
-  if (window.testMode !== 'all') {
-    params.push(window.testMode === 'true');
-    where.push(`${table}.is_test_mode = $${params.length}`);
-  }
-  if (after) {
-    params.push(after.receivedUs.toString(), after.id.toString());
-    where.push(
-      `(${table}.received_at, ${table}.id) > (timestamptz 'epoch' + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length}::bigint)`,
+      }),
     );
   }
-  return { params, where: where.join(' AND ') };
 }

@@ -4,6 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import type { AcceptedEvent } from './ingest.types';
 import { dirtyMarkArrays } from './dirty-marks';
 import { columnArrays, ColumnType, INGEST_COLUMNS } from './ingest-columns';
+import { withDriverClient } from '@app/database/driver-client';
 
 // One statement does the whole write of one or more batches, so it is one transaction and one
 // round trip. Each input row carries its own app and receive time, because the writer puts the
@@ -148,13 +149,9 @@ export class IngestRepository {
   ): Promise<number[][]> {
     // The driver's client is used directly for its named (prepared) statements; TypeORM's
     // query() sends unnamed ones only.
-    const runner = this.db.createQueryRunner();
-    try {
-      const client = (await runner.connect()) as PgClient;
-      return await this.insertWith(client, batches, dedupWindowMs, commitWithinMs);
-    } finally {
-      await runner.release();
-    }
+    return withDriverClient(this.db, (client) =>
+      this.insertWith(client as PgClient, batches, dedupWindowMs, commitWithinMs),
+    );
   }
 
   /**

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ReadDatabase } from '@app/database/read-database';
+import { withDriverClient } from '@app/database/driver-client';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import type { RollupPosition } from './rollup-cursor';
 
@@ -81,15 +82,6 @@ function toRollupRow(values: ListRow): RollupRow {
   return row as unknown as RollupRow;
 }
 
-interface PgClient {
-  query(config: {
-    name: string;
-    text: string;
-    values: unknown[];
-    rowMode: 'array';
-  }): Promise<{ rows: ListRow[] }>;
-}
-
 /** Reads of the `rollups` table for the read endpoint. */
 @Injectable()
 export class RollupRepository {
@@ -114,14 +106,11 @@ export class RollupRepository {
       limit,
     ];
     const rows = await this.read.run(async (db) => {
-      // The driver's client directly, for a named (prepared) statement and array rows.
-      const runner = db.createQueryRunner();
-      try {
-        const client = (await runner.connect()) as PgClient;
-        return (await client.query({ name: LIST_NAME, text: LIST, values, rowMode: 'array' })).rows;
-      } finally {
-        await runner.release();
-      }
+      // The driver's client, for a named (prepared) statement and array rows.
+      return withDriverClient(db, async (client) => {
+        const result = await client.query<ListRow>({ name: LIST_NAME, text: LIST, values, rowMode: 'array' });
+        return result.rows;
+      });
     });
     return rows.map(toRollupRow);
   }
