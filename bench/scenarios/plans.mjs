@@ -41,7 +41,7 @@ import {
 
 const SIZES = QUICK
   ? { requests: 60, rounds: 4, batch: 100, connections: 8, replay: 2_000, warmEvents: 0 }
-  : { requests: 500, rounds: 12, batch: 100, connections: 16, replay: 20_000, warmEvents: 2_000_000 };
+  : { requests: 500, rounds: 16, batch: 100, connections: 16, replay: 20_000, warmEvents: 2_000_000 };
 const EVENTS = 50;
 const PROPS = 10;
 

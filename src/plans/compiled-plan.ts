@@ -1,4 +1,5 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { FlatCheck } from './flat-check';
 import type { FloatValueRule, PlanMode, PlannedEvent, UnplannedPolicy, Violation } from './plan.types';
 
 export interface CompiledDefinition {
@@ -7,6 +8,8 @@ export interface CompiledDefinition {
   floatValue: FloatValueRule;
   /** null: the definition has no payload schema. */
   validate: ValidateFunction | null;
+  /** The schema's flat form (`flatCheck`), asked first; null when the schema is not flat. */
+  quick: FlatCheck | null;
 }
 
 /** What a schema sees of an event sent without a payload (never changed by a validator). */
@@ -103,7 +106,10 @@ export class CompiledPlan {
       }
     }
     const validate = def.validate;
-    if (validate !== null && !validate(event.payload ?? EMPTY_PAYLOAD)) {
+    if (validate !== null) {
+      const payload = event.payload ?? EMPTY_PAYLOAD;
+      // The flat form's yes is final; its "not sure" goes to Ajv, which also names the violations.
+      if ((def.quick !== null && def.quick(payload)) || validate(payload)) return out;
       out ??= [];
       for (const e of validate.errors!) out.push(toViolation(e));
     }

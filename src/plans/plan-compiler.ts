@@ -1,6 +1,7 @@
 import Ajv2020 from 'ajv/dist/2020';
 import { isControlCode } from '@app/common/control-characters';
 import { CompiledPlan, type CompiledDefinition } from './compiled-plan';
+import { flatCheck, type FlatCheck } from './flat-check';
 import { linearRegExp } from './regexp';
 import {
   FLOAT_VALUE_RULES,
@@ -154,6 +155,7 @@ export function compilePlan(raw: unknown, version: number): PlanCompilation {
   for (const [name, def] of Object.entries(plan.events)) {
     const path = `events.${name}.payload`;
     let validate = null;
+    let quick: FlatCheck | null = null;
     if (def.payload !== undefined) {
       if (!ajv.validateSchema(def.payload)) {
         for (const e of ajv.errors ?? []) {
@@ -166,12 +168,18 @@ export function compilePlan(raw: unknown, version: number): PlanCompilation {
       }
       try {
         validate = ajv.compile(def.payload);
+        quick = flatCheck(def.payload, linearRegExp);
       } catch (err) {
         problems.push({ path, message: (err as Error).message });
         continue;
       }
     }
-    definitions.set(name, { index: definitions.size, floatValue: def.floatValue ?? 'optional', validate });
+    definitions.set(name, {
+      index: definitions.size,
+      floatValue: def.floatValue ?? 'optional',
+      validate,
+      quick,
+    });
   }
   if (problems.length) return { ok: false, problems };
   return { ok: true, plan, compiled: new CompiledPlan(version, plan.mode, plan.unplanned, definitions) };
