@@ -119,10 +119,10 @@ describe('loadConfig', () => {
 });
 
 describe('INGEST_CPU_MS_PER_SECOND default', () => {
-  it('is an eighth of the cores in ms, from 100 to 500', () => {
-    expect(defaultIngestCpuMsPerSecond(1)).toBe(125);
-    expect(defaultIngestCpuMsPerSecond(2)).toBe(250);
-    expect(defaultIngestCpuMsPerSecond(4)).toBe(500);
-    expect(defaultIngestCpuMsPerSecond(64)).toBe(500);
+  it('is a sixteenth of the cores in ms, from 100 to 250', () => {
+    expect(defaultIngestCpuMsPerSecond(1)).toBe(100);
+    expect(defaultIngestCpuMsPerSecond(2)).toBe(125);
+    expect(defaultIngestCpuMsPerSecond(4)).toBe(250);
+    expect(defaultIngestCpuMsPerSecond(64)).toBe(250);
   });
 });

@@ -408,12 +408,14 @@ function readJobSettings(env: Env) {
 }
 
 /**
- * One key's share of an instance's ingest CPU per second: an eighth of the machine's cores,
- * at most half of the one event loop that parses and validates every app's batches, so that
- * one key alone can never take most of it.
+ * One key's share of an instance's ingest CPU per second: a sixteenth of the machine's cores,
+ * from 100 to 250 ms, so at most a quarter of the one event loop that parses and validates
+ * every app's batches. A key's turns are also spaced to that share (IngestCpuBudgets), which
+ * is what bounds the delay it can add to other apps' requests: 125 ms (one eighth of the loop)
+ * on 2 cores.
  */
 export function defaultIngestCpuMsPerSecond(cores: number): number {
-  return Math.max(100, Math.min(500, Math.round((cores * 1000) / 8)));
+  return Math.max(100, Math.min(250, Math.round((cores * 1000) / 16)));
 }
 
 /** Reads the process environment. The only place that touches `process.env`. */

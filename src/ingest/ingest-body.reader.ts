@@ -262,6 +262,8 @@ export class IngestBodyReader {
     }
     const buffer = await this.collect(req, encoding, limit, rawLimit, this.account(req, keyId));
     cpu.chargeBody(buffer.length);
+    // Parsing is the first of the request's CPU work, done in the key's turn (IngestCpuBudgets).
+    await cpu.beginTurn();
     return cpu.time(() => parseBody(buffer));
   }
 

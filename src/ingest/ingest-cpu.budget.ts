@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
 import { KeyTimeBudgets } from '@app/common/rate-limit/time-budget';
+import { KeyTurns } from '@app/common/rate-limit/key-turns';
 
 /**
  * Reading a body costs the server more than the request's own code shows: Node's socket reads
@@ -20,6 +21,28 @@ export const BODY_BYTES_PER_CPU_MS = 128 * 1024;
  */
 export class CpuMeter {
   ms = 0;
+  /** Of `ms`, what the key was charged already (at the end of its turn). */
+  charged = 0;
+  /** Whether this request holds its key's turn (`beginTurn`). */
+  holding = false;
+
+  /** `budgets`: the key's budget and turns; a meter without them (the dry run, the CLI) has no turn to wait for. */
+  constructor(
+    private readonly budgets?: { beginTurn(m: CpuMeter): Promise<void>; endTurn(m: CpuMeter): void },
+  ) {}
+
+  /**
+   * Waits for the key's turn at the request's CPU work, parsing and validating: one request of a
+   * key at a time (IngestCpuBudgets). Throws 429 if the key ran out of budget while it waited.
+   */
+  beginTurn(): Promise<void> {
+    return this.budgets === undefined ? Promise.resolve() : this.budgets.beginTurn(this);
+  }
+
+  /** Ends the turn (no-op without one): the next request of the key may start its CPU work. */
+  endTurn(): void {
+    this.budgets?.endTurn(this);
+  }
 
   start(): NodeJS.CpuUsage {
     return process.cpuUsage();
@@ -47,12 +70,21 @@ export class CpuMeter {
 
 /**
  * The ingest CPU budget of each key on this instance (INGEST_CPU_MS_PER_SECOND), the same
- * mechanism as the read time budget: a key that was idle may spend one second's share at once;
+ * mechanism as the read time budget: a key that was idle has one second's share of credit;
  * past its share, its requests get 429 until the credit refills. Rejected events cost as much
  * as accepted ones, since parsing and validating them is the cost.
+ *
+ * A key's requests also take turns at that work (KeyTurns): one parses and validates at a time,
+ * and the next starts on a later turn of the event loop, after what other keys' requests have
+ * waiting. Without turns, a key's batches that arrive together (the 4 connections of a client
+ * coming back after a Retry-After) ran back to back, and another app's request waited for all
+ * of them. The budget is charged at the end of each turn and checked again at the start of the
+ * next, so a key's queued requests get their 429 as soon as it has spent its share.
  */
 @Injectable()
 export class IngestCpuBudgets extends KeyTimeBudgets {
+  private readonly turns = new KeyTurns();
+
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
     super((msPerSecond) => msPerSecond);
   }
@@ -62,25 +94,52 @@ export class IngestCpuBudgets extends KeyTimeBudgets {
     const msPerSecond = this.config.ingestCpuMsPerSecond;
     const admission = this.take(keyId, Number.POSITIVE_INFINITY, msPerSecond);
     if (!admission.ok) {
-      const retryAfterMs = admission.reason === 'time' ? admission.retryAfterMs : 1000;
-      throw new AppError(
-        'rate_limited',
-        `This key's ingest requests used more than ${msPerSecond} ms of server CPU per second; nothing was stored. Retry after Retry-After.`,
-        {
-          // The body is not read: closing the connection spares the server the rest of the upload.
-          headers: {
-            'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))),
-            Connection: 'close',
-          },
-          extra: { limitCpuMsPerSecond: msPerSecond },
-        },
-      );
+      // The body is not read: closing the connection spares the server the rest of the upload.
+      throw this.overBudget(admission.reason === 'time' ? admission.retryAfterMs : 1000, {
+        Connection: 'close',
+      });
     }
-    return new CpuMeter();
+    return new CpuMeter({
+      beginTurn: (meter) => this.beginTurn(keyId, meter),
+      endTurn: (meter) => this.endTurn(keyId, meter),
+    });
   }
 
   /** The request admitted with `meter` has ended: charge what it spent. */
   charge(keyId: string, meter: CpuMeter): void {
-    this.give(keyId, meter.ms, this.config.ingestCpuMsPerSecond);
+    this.endTurn(keyId, meter);
+    this.give(keyId, meter.ms - meter.charged, this.config.ingestCpuMsPerSecond);
+  }
+
+  private async beginTurn(keyId: string, meter: CpuMeter): Promise<void> {
+    await this.turns.take(keyId);
+    meter.holding = true;
+    const retryAfterMs = this.overdrawn(keyId, this.config.ingestCpuMsPerSecond);
+    if (retryAfterMs !== null) {
+      this.endTurn(keyId, meter);
+      throw this.overBudget(retryAfterMs, {});
+    }
+  }
+
+  private endTurn(keyId: string, meter: CpuMeter): void {
+    if (!meter.holding) return;
+    meter.holding = false;
+    // Charged now, so that the next request's check sees this one's cost.
+    const spent = meter.ms - meter.charged;
+    this.spend(keyId, spent);
+    meter.charged = meter.ms;
+    this.turns.release(keyId, spent, this.config.ingestCpuMsPerSecond / 1000);
+  }
+
+  private overBudget(retryAfterMs: number, headers: Record<string, string>): AppError {
+    const msPerSecond = this.config.ingestCpuMsPerSecond;
+    return new AppError(
+      'rate_limited',
+      `This key's ingest requests used more than ${msPerSecond} ms of server CPU per second; nothing was stored. Retry after Retry-After.`,
+      {
+        headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterMs / 1000))), ...headers },
+        extra: { limitCpuMsPerSecond: msPerSecond },
+      },
+    );
   }
 }

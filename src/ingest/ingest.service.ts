@@ -165,6 +165,8 @@ export class IngestService {
       }
     }
     cpu.stop(validating);
+    // The rest is mostly waiting for the database: the key's next request may start its work.
+    cpu.endTurn();
 
     let accepted = toStore.length;
     if (toStore.length) {

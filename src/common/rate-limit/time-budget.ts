@@ -37,6 +37,24 @@ export class KeyTimeBudgets {
     return { ok: true };
   }
 
+  /** Charges `spentMs` of a request that is still running (its `give` charges only the rest). */
+  spend(keyId: string, spentMs: number): void {
+    const entry = this.keys.get(keyId);
+    if (entry) entry.credit -= spentMs;
+  }
+
+  /** The wait until the key has credit again, after refilling it; null while it has some. */
+  overdrawn(keyId: string, msPerSecond: number, now = Date.now()): number | null {
+    const entry = this.keys.get(keyId);
+    if (!entry) return null;
+    entry.credit = Math.min(
+      this.burstMs(msPerSecond),
+      entry.credit + ((now - entry.refilledAt) * msPerSecond) / 1000,
+    );
+    entry.refilledAt = now;
+    return entry.credit > 0 ? null : (-entry.credit * 1000) / msPerSecond;
+  }
+
   /** A request of the key ended after costing `spentMs`: charge it. */
   give(keyId: string, spentMs: number, msPerSecond: number): void {
     const entry = this.keys.get(keyId);

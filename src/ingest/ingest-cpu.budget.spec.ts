@@ -1,0 +1,37 @@
+import type { AppConfig } from '@app/config/config';
+import { AppError } from '@app/common/app-error';
+import { IngestCpuBudgets } from './ingest-cpu.budget';
+
+const budgets = (ms: number) => new IngestCpuBudgets({ ingestCpuMsPerSecond: ms } as AppConfig);
+
+describe('IngestCpuBudgets turns', () => {
+  it('charges a turn when it ends, so a request that waited is refused at its turn once the share is spent', async () => {
+    const b = budgets(10);
+    const first = b.admit('k');
+    const second = b.admit('k');
+    await first.beginTurn();
+    const waiting = second.beginTurn();
+    first.ms = 50;
+    first.endTurn();
+    const refusal = await waiting.then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(refusal).toBeInstanceOf(AppError);
+    expect(refusal).toEqual(expect.objectContaining({ code: 'rate_limited' }));
+    // 40 ms of debt at 10 ms per second, less the 1 s pause after the first turn (its cost at a
+    // share of 1 %, capped). Refused after its body was read: the connection stays open.
+    expect((refusal as AppError).options.headers).toEqual({ 'Retry-After': '3' });
+    b.charge('k', first);
+    b.charge('k', second);
+    // The first request's cost is charged once: 50 ms, 40 over the 10 ms burst.
+    expect(b.overdrawn('k', 10)).toBeGreaterThan(2_900);
+  });
+
+  it('a meter without a key has no turn to wait for', async () => {
+    const { CpuMeter } = await import('./ingest-cpu.budget');
+    const meter = new CpuMeter();
+    await expect(meter.beginTurn()).resolves.toBeUndefined();
+    meter.endTurn();
+  });
+});
