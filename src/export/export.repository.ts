@@ -71,9 +71,14 @@ function windowWhere(window: ExportWindow, after: ExportPosition | null, bind: B
   if (window.testMode !== 'all')
     where.push(`e.is_test_mode = ${bind(window.testMode === 'true', 'boolean')}`);
   if (after) {
-    const at = bind(BigInt.asIntN(64, after.receivedUs).toString(), 'bigint');
+    const at = `timestamptz 'epoch' + ${bind(BigInt.asIntN(64, after.receivedUs).toString(), 'bigint')} * interval '1 microsecond'`;
     const id = bind(BigInt.asIntN(64, after.id).toString(), 'bigint');
-    where.push(`(e.received_at, e.id) > (timestamptz 'epoch' + ${at} * interval '1 microsecond', ${id})`);
+    // The plain bound is what starts each partition's index scan at the position. The index is
+    // (app_id, received_at DESC, id DESC), read backwards; a row comparison alone is checked on
+    // every index entry from the start of the window instead, so the chunk at the millionth row
+    // of a day read a million entries first (27 of its 50 ms; 11 s of a 2-million-event export).
+    where.push(`e.received_at >= ${at}`);
+    where.push(`(e.received_at, e.id) > (${at}, ${id})`);
   }
   return where.join(' AND ');
 }
