@@ -1,6 +1,6 @@
 import type { AppConfig } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
-import { IngestCpuBudgets } from './ingest-cpu.budget';
+import { CpuMeter, IngestCpuBudgets } from './ingest-cpu.budget';
 
 const budgets = (ms: number) => new IngestCpuBudgets({ ingestCpuMsPerSecond: ms } as AppConfig);
 
@@ -29,7 +29,6 @@ describe('IngestCpuBudgets turns', () => {
   });
 
   it('a meter without a key has no turn to wait for', async () => {
-    const { CpuMeter } = await import('./ingest-cpu.budget');
     const meter = new CpuMeter();
     await expect(meter.beginTurn()).resolves.toBeUndefined();
     meter.endTurn();

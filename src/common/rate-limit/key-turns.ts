@@ -5,7 +5,21 @@ interface Turn {
   queue: (() => void)[];
   /** performance.now() before which the next turn does not start. */
   freeAt: number;
-  timer: NodeJS.Timeout | null;
+  /** The pending wake-up or clean-up, if any. */
+  timer: { cancel(): void } | null;
+}
+
+/** Runs `fn` after `ms`, or on the next turn of the event loop when there is nothing to wait. */
+function later(fn: () => void, ms: number, keepAlive: boolean): { cancel(): void } {
+  if (ms <= 0) {
+    // setImmediate, not a 0 ms timer: Node waits at least 1 ms for any timer, which would cap a
+    // busy key with a lifted budget at 1,000 turns a second.
+    const immediate = setImmediate(fn);
+    return { cancel: () => clearImmediate(immediate) };
+  }
+  const timeout = setTimeout(fn, ms);
+  if (!keepAlive) timeout.unref();
+  return { cancel: () => clearTimeout(timeout) };
 }
 
 /**
@@ -22,7 +36,7 @@ export class KeyTurns {
   take(keyId: string, now = performance.now()): Promise<void> {
     const turn = this.turns.get(keyId);
     if (turn === undefined || (!turn.held && turn.queue.length === 0 && turn.freeAt <= now)) {
-      if (turn?.timer) clearTimeout(turn.timer);
+      turn?.timer?.cancel();
       this.turns.set(keyId, { held: true, queue: [], freeAt: 0, timer: null });
       return Promise.resolve();
     }
@@ -45,8 +59,7 @@ export class KeyTurns {
     else if (turn.freeAt <= now) this.turns.delete(keyId);
     else {
       // Nobody waits: the entry only remembers the pause, and goes when it is over.
-      turn.timer = setTimeout(() => this.forget(keyId, turn), turn.freeAt - now);
-      turn.timer.unref();
+      turn.timer = later(() => this.forget(keyId, turn), turn.freeAt - now, false);
     }
   }
 
@@ -56,7 +69,7 @@ export class KeyTurns {
   }
 
   private schedule(keyId: string, turn: Turn, now: number): void {
-    if (turn.timer !== null) clearTimeout(turn.timer);
+    turn.timer?.cancel();
     const wake = () => {
       turn.timer = null;
       const next = turn.queue.shift();
@@ -67,8 +80,8 @@ export class KeyTurns {
       turn.held = true;
       next();
     };
-    // A timer, even of 0 ms, runs on a later turn of the event loop than the release.
-    turn.timer = setTimeout(wake, Math.max(0, turn.freeAt - now));
+    // Either way on a later turn of the event loop than the release.
+    turn.timer = later(wake, turn.freeAt - now, true);
   }
 
   private forget(keyId: string, turn: Turn): void {
