@@ -1,3 +1,4 @@
+import ucs2length from 'ajv/dist/runtime/ucs2length';
 import type { LinearRegExp } from './regexp';
 
 /**
@@ -57,18 +58,11 @@ function isNumber(v: unknown): v is number {
   return typeof v === 'number' && Number.isFinite(v);
 }
 
-/** Code points of a string, as JSON Schema counts its length (surrogate pairs count once). */
-export function codePoints(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++, n++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const next = s.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) i++;
-    }
-  }
-  return n;
-}
+/**
+ * Code points of a string, as JSON Schema counts its length: Ajv's own counter, so that the
+ * flat check and the validator it stands in for can never count differently.
+ */
+export const codePoints: (s: string) => number = ucs2length;
 
 /** The test of one type name on `v`, as Ajv writes it (numbers are finite, integers whole). */
 function typeTest(type: string): string {

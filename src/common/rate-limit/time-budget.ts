@@ -21,18 +21,14 @@ export class KeyTimeBudgets {
   constructor(private readonly burstMs: (msPerSecond: number) => number) {}
 
   take(keyId: string, maxRunning: number, msPerSecond: number, now = Date.now()): BudgetAdmission {
-    const burst = this.burstMs(msPerSecond);
     let entry = this.keys.get(keyId);
     if (!entry) {
-      entry = { running: 0, credit: burst, refilledAt: now };
+      entry = { running: 0, credit: this.burstMs(msPerSecond), refilledAt: now };
       this.keys.set(keyId, entry);
     }
-    entry.credit = Math.min(burst, entry.credit + ((now - entry.refilledAt) * msPerSecond) / 1000);
-    entry.refilledAt = now;
+    const wait = this.refill(entry, msPerSecond, now);
     if (entry.running >= maxRunning) return { ok: false, reason: 'concurrency' };
-    if (entry.credit <= 0) {
-      return { ok: false, reason: 'time', retryAfterMs: (-entry.credit * 1000) / msPerSecond };
-    }
+    if (wait !== null) return { ok: false, reason: 'time', retryAfterMs: wait };
     entry.running++;
     return { ok: true };
   }
@@ -46,7 +42,11 @@ export class KeyTimeBudgets {
   /** The wait until the key has credit again, after refilling it; null while it has some. */
   overdrawn(keyId: string, msPerSecond: number, now = Date.now()): number | null {
     const entry = this.keys.get(keyId);
-    if (!entry) return null;
+    return entry ? this.refill(entry, msPerSecond, now) : null;
+  }
+
+  /** Adds the credit earned since the last refill, up to the burst; returns `overdrawn`'s wait. */
+  private refill(entry: KeySpend, msPerSecond: number, now: number): number | null {
     entry.credit = Math.min(
       this.burstMs(msPerSecond),
       entry.credit + ((now - entry.refilledAt) * msPerSecond) / 1000,
