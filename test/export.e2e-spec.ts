@@ -11,6 +11,7 @@ import { SeedEvent, seedEvents } from './factories/events';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 import { TallyReader } from '../packages/client/src/index';
+import { ExportRepository } from '../src/export/export.repository';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -102,6 +103,50 @@ describe('GET /api/v1/export', () => {
     expect(records.find((r) => r.id === newest.id)).toEqual(newest);
   });
 
+  it('writes each line byte for byte as GET /api/v1/events writes the record, awkward values included', async () => {
+    const appId = (await makeApp(t.app)).id;
+    const key = (await makeApiKey(t.app, [appId], ['events:export', 'events:read'])).key;
+    const odd = 'quote " backslash \\ newline \n tab \t bell \u0007 unit \u001f é 😀 \u2028 </script>';
+    const at = base + 10 * 60_000;
+    const ids = await seedEvents(t.db, appId, [
+      { eventName: odd, receivedAt: at, eventTime: at - 1, anonymousUserId: odd, floatValue: 1e-7 },
+      { eventName: 'e', receivedAt: at + 1, eventTime: -86_400_001, ts: at, floatValue: 1e21, locale: '' },
+      { eventName: 'e', receivedAt: at + 2, floatValue: 0.1, payload: { z: 1, a: odd, n: -0.5, b: true } },
+      { eventName: 'e', receivedAt: at + 3, payload: { kept: 'as stored' } },
+      { eventName: 'e', receivedAt: at + 4, platform: 'ios', timezone: 'Europe/Berlin' },
+      { eventName: 'e', receivedAt: at + 5, floatValue: 5 },
+    ]);
+    // As ingest stores payloads now: the compact JSON text, beside the older jsonb column.
+    await t.db.query(
+      `UPDATE events SET payload_json = '{"k":"v","n":[1,2.5]}', payload = NULL WHERE id = $1`,
+      [ids[3]],
+    );
+    await t.db.query(`UPDATE events SET float_value = '-0' WHERE id = $1`, [ids[4]]);
+    await t.db.query(`UPDATE events SET float_value = 'NaN' WHERE id = $1`, [ids[5]]);
+    const res = await request(t.http)
+      .get('/api/v1/export')
+      .query({ appId, from: at, to: at + 10 })
+      .set(bearer(key));
+    expect(res.status).toBe(200);
+    const page = await request(t.http).get('/api/v1/events').query({ appId, limit: 10 }).set(bearer(key));
+    expect(page.status).toBe(200);
+    const expected = (page.body as ExportRecord[])
+      .reverse()
+      .map((record) => JSON.stringify(record) + '\n')
+      .join('');
+    expect(res.text).toBe(expected);
+    const records = parseLines(res.text);
+    expect(records.map((r) => [r.eventName, r.floatValue, r.payload])).toEqual([
+      [odd, 1e-7, null],
+      ['e', 1e21, null],
+      ['e', 0.1, { z: 1, a: odd, n: -0.5, b: true }],
+      ['e', null, { k: 'v', n: [1, 2.5] }],
+      ['e', 0, null],
+      ['e', null, null],
+    ]);
+    expect(records[1]).toMatchObject({ eventTime: -86_400_001, timestamp: at, locale: '' });
+  });
+
   it('honours Accept-Encoding: gzip with the same lines', async () => {
     const plain = await exportReq({ appId: tenant.appId, ...full });
     const path = `/api/v1/export?appId=${tenant.appId}&from=${full.from}&to=${full.to}`;
@@ -169,6 +214,40 @@ describe('GET /api/v1/export', () => {
       conn.closeSync();
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads no further ahead than the socket takes while the client does not read', async () => {
+    const appId = (await makeApp(t.app)).id;
+    const key = (await makeApiKey(t.app, [appId], ['events:export'])).key;
+    // 60,000 events, about 28 MB of NDJSON: 120 chunks of 500, far more than socket buffers hold.
+    await t.db.query(
+      `INSERT INTO events (app_id, ts, received_at, event_name, event_id, is_test_mode, payload_json)
+       SELECT $1, r, r, 'Bulk.loaded', 'bulk-' || g, false, '{"filler":"${'x'.repeat(200)}"}'
+         FROM (SELECT g, $2::timestamptz + g * interval '1 ms' AS r FROM generate_series(1, 60000) g) s`,
+      [appId, new Date(base)],
+    );
+    const reads = jest.spyOn(t.app.get(ExportRepository), 'ndjsonChunk');
+    try {
+      const req = await openPaused(`/api/v1/export?appId=${appId}&from=${base}&to=${base + HOUR}`, key);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const whilePaused = reads.mock.calls.length;
+      expect(whilePaused).toBeGreaterThan(0);
+      expect(whilePaused).toBeLessThan(60);
+      req.destroy();
+      // The export ends with its connection, and the key may start another.
+      const next = await untilAdmitted(() =>
+        request(t.http)
+          .get('/api/v1/export')
+          .query({ appId, from: base, to: base + 1 })
+          .set(bearer(key)),
+      );
+      expect(next.status).toBe(200);
+      const total = reads.mock.calls.length;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(reads.mock.calls.length).toBe(total);
+    } finally {
+      reads.mockRestore();
     }
   });
 
@@ -353,10 +432,10 @@ describe('GET /api/v1/export', () => {
   }
 
   /** Starts an export and stops reading it after its first bytes, so that it stays running. */
-  function openPaused(path: string): Promise<http.ClientRequest> {
+  function openPaused(path: string, key = exportKey): Promise<http.ClientRequest> {
     return new Promise((resolve, reject) => {
       const { port } = listening();
-      const req = http.get({ port, path, headers: bearer(exportKey) }, (res) => {
+      const req = http.get({ port, path, headers: bearer(key) }, (res) => {
         expect(res.statusCode).toBe(200);
         res.once('data', () => {
           res.pause();

@@ -1,14 +1,13 @@
 import { Controller, Get, Logger, Query, Req, Res } from '@nestjs/common';
 import { ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 import { requestKey } from '@app/auth/authenticated-request';
 import { ExportEndpoint } from './export-endpoint.decorator';
-import { ndjsonBody, parquetBody } from './export-body';
+import { type BodyPiece, ndjsonBody, parquetBody, writeBody } from './export-body';
 import { ExportQueryDto } from './export-query.dto';
 import { ExportPlan, ExportService } from './export.service';
 
@@ -78,8 +77,17 @@ export class ExportController {
     try {
       const body = await this.body(plan);
       this.start(req, res, plan);
-      if (res.getHeader('Content-Encoding') === 'gzip') await pipeline(body, createGzip(), res);
-      else await pipeline(body, res);
+      if (res.getHeader('Content-Encoding') === 'gzip') {
+        const gzip = createGzip();
+        const writing = writeBody(body, gzip).then(
+          () => gzip.end(),
+          (err: Error) => gzip.destroy(err),
+        );
+        await Promise.all([pipeline(gzip, res), writing]);
+      } else {
+        await writeBody(body, res);
+        res.end();
+      }
     } catch (err) {
       if (!res.headersSent) throw err;
       // Mid-stream: the status is gone. Cutting the connection tells the client that the body
@@ -94,21 +102,19 @@ export class ExportController {
   }
 
   /**
-   * The body's source, with its first chunk already read: a database fault before the status
-   * is sent is still a problem+json. One piece is buffered ahead, no more: the socket's own
-   * buffer does the rest.
+   * The body, with its first chunk already read: a database fault before the status is sent is
+   * still a problem+json. The next chunk is read while one is written (ExportService), no more
+   * ahead: the socket's own buffer does the rest.
    */
-  private async body(plan: ExportPlan): Promise<Readable> {
+  private async body(plan: ExportPlan): Promise<AsyncIterable<BodyPiece>> {
     if (plan.format === 'parquet') {
       const chunks = this.exports.chunks(plan);
       const first = await chunks.next();
-      const rows = prepend(first.done ? undefined : first.value, chunks);
-      return Readable.from(parquetBody(rows, plan.secret), { highWaterMark: 1 });
+      return parquetBody(prepend(first.done ? undefined : first.value, chunks), plan.secret);
     }
     const chunks = this.exports.ndjsonChunks(plan);
     const first = await chunks.next();
-    const texts = prepend(first.done ? undefined : first.value, chunks);
-    return Readable.from(ndjsonBody(texts), { highWaterMark: 1 });
+    return ndjsonBody(prepend(first.done ? undefined : first.value, chunks));
   }
 
   private start(req: Request, res: Response, plan: ExportPlan): void {

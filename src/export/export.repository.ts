@@ -4,9 +4,7 @@ import { withDriverClient } from '@app/database/driver-client';
 import { EVENT_ROW_COLUMNS, type EventRow } from '@app/common/reads/event-record';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import { to as copyTo } from 'pg-copy-streams';
-
-/** The first byte of a line the database left to the server: the row as JSON follows (./ndjson-lines.ts). */
-export const RAW_MARK = '!';
+import type { ChunkBuffers } from './chunk-buffers';
 
 /** A position in an export: the receive time (epoch microseconds) and stored id of a row. */
 export interface ExportPosition {
@@ -25,37 +23,15 @@ export interface ExportWindow {
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
- * The record of `GET /api/v1/events` without its `id`, as JSON text written by PostgreSQL, with
- * the fields, order and formatting of `JSON.stringify(toEventRecord(row))`: strings through
- * `to_json` (escaped as JSON.stringify escapes them), integers as digits, booleans and nulls
- * alike; each value is computed as in EVENT_ROW_COLUMNS and `toEventRecord`. A float is printed
- * by PostgreSQL in its shortest exact form, as JavaScript prints it, but in exponent form
- * outside [1e-4, 1e15) where JavaScript still uses digits, and -0 as "-0"; those rows, and rows
- * whose payload is in the older jsonb column (its text has spaces and another key order), come
- * as raw rows: the EventRow as JSON, marked, for the server to present. (`row_to_json` over
- * named columns gives the same text; it measured slower per row in isolation, 5.6 against
- * 4.5 µs, though not measurably so in a whole export.)
+ * The columns of a row of the NDJSON export, in the order ./ndjson-lines.ts reads them from the
+ * binary COPY: stored values as they are (timestamps as microseconds, the id as an integer,
+ * text as UTF-8). The last column is the older jsonb payload as text, only where no json text
+ * is stored. `app_id` is the window's, so it is not read.
  */
-const text = (column: string) => `coalesce(to_json(e.${column})::text, 'null')`;
-const RECORD_JSON = `'{"appId":"' || e.app_id::text || '","eventName":' || to_json(e.event_name)::text
-       || ',"anonymousUserId":' || ${text('anonymous_user_id')} || ',"sessionId":' || ${text('session_id')}
-       || ',"eventTime":' || coalesce(e.event_time::text, 'null')
-       || ',"timestamp":' || floor(extract(epoch FROM e.ts) * 1000)::bigint::text
-       || ',"receivedAt":' || ((extract(epoch FROM e.received_at) * 1000000)::bigint / 1000)::text
-       || ',"eventId":' || ${text('event_id')}
-       || ',"isTestMode":' || CASE WHEN e.is_test_mode THEN 'true' ELSE 'false' END
-       || ',"platform":' || ${text('platform')} || ',"appVersion":' || ${text('app_version')}
-       || ',"buildNumber":' || ${text('build_number')} || ',"osVersion":' || ${text('os_version')}
-       || ',"deviceModel":' || ${text('device_model')} || ',"locale":' || ${text('locale')}
-       || ',"timezone":' || ${text('timezone')}
-       || ',"floatValue":' || coalesce(e.float_value::text, 'null')
-       || ',"payload":' || coalesce(e.payload_json::text, 'null') || '}'`;
-const WRITTEN_IN_DATABASE = `(e.payload_json IS NOT NULL OR e.payload IS NULL)
-       AND (e.float_value IS NULL
-            OR (abs(e.float_value) >= 1e-4::float8 AND abs(e.float_value) < 1e15::float8))`;
-// With its newline, a line and its row's COPY framing are exactly as long as the finished line.
-const NDJSON_LINE = `CASE WHEN ${WRITTEN_IN_DATABASE} THEN ${RECORD_JSON} || E'\\n'
-       ELSE '${RAW_MARK}' || row_to_json(raw)::text END`;
+const NDJSON_COLUMNS = `e.received_at, e.id, e.event_name, e.anonymous_user_id, e.session_id, e.event_time, e.ts,
+       e.event_id, e.is_test_mode, e.platform, e.app_version, e.build_number, e.os_version, e.device_model,
+       e.locale, e.timezone, e.float_value, e.payload_json,
+       CASE WHEN e.payload_json IS NULL THEN e.payload::text END`;
 
 type SqlType = 'uuid' | 'timestamptz' | 'boolean' | 'bigint';
 /** Writes one value of a condition into the SQL: as a parameter, or as a checked literal. */
@@ -144,24 +120,35 @@ export class ExportRepository {
   }
 
   /**
-   * The same rows as `chunk`, as PostgreSQL's binary COPY of (received_at, id, line), where
-   * `line` is the record's JSON text without its id (see NDJSON_LINE and ./ndjson-lines.ts). One
-   * statement, whose output the server copies through without parsing rows or building records.
-   * The whole chunk is read before it is returned, so a read retried on the primary starts over.
+   * The same rows as `chunk`, as PostgreSQL's binary COPY of NDJSON_COLUMNS, which
+   * ./ndjson-lines.ts writes as NDJSON without building a row object, in a buffer from `buffers`.
+   * One statement; the whole chunk is read before it is returned, so a read retried on the
+   * primary starts over.
    */
-  async ndjsonChunk(window: ExportWindow, after: ExportPosition | null, limit: number): Promise<Buffer> {
+  async ndjsonChunk(
+    window: ExportWindow,
+    after: ExportPosition | null,
+    limit: number,
+    buffers: ChunkBuffers,
+  ): Promise<Buffer> {
     if (!Number.isSafeInteger(limit) || limit < 1) throw new Error('export: bad chunk size');
-    const sql = `COPY (SELECT e.received_at, e.id, ${NDJSON_LINE}
+    const sql = `COPY (SELECT ${NDJSON_COLUMNS}
                          FROM events e
-                        CROSS JOIN LATERAL (SELECT ${EVENT_ROW_COLUMNS}) raw
                         WHERE ${windowWhere(window, after, asLiterals)}
                         ORDER BY e.received_at, e.id
                         LIMIT ${limit}) TO STDOUT (FORMAT binary)`;
     return this.read.run((db) =>
       withDriverClient(db, async (client) => {
         const pieces: Buffer[] = [];
-        for await (const piece of client.query(copyTo(sql))) pieces.push(piece as Buffer);
-        return Buffer.concat(pieces);
+        let bytes = 0;
+        for await (const piece of client.query(copyTo(sql))) {
+          pieces.push(piece as Buffer);
+          bytes += (piece as Buffer).length;
+        }
+        const copy = buffers.take(bytes);
+        let at = 0;
+        for (const piece of pieces) at += piece.copy(copy, at);
+        return copy.subarray(0, bytes);
       }),
     );
   }

@@ -11,6 +11,7 @@ import { isTransientDatabaseError } from '@app/database/transient-error';
 import { WritePressure } from '@app/database/write-pressure';
 import { ExportPosition, ExportRepository, ExportWindow } from './export.repository';
 import { finishCopy, type FinishedChunk } from './ndjson-lines';
+import { ChunkBuffers } from './chunk-buffers';
 import type { ExportFormat, ExportQueryDto } from './export-query.dto';
 import { ExportSlots } from './export-slots';
 
@@ -140,15 +141,23 @@ export class ExportService {
   }
 
   /**
-   * The same rows as `chunks`, as NDJSON written by the database, with the ids written in here
+   * The same rows as `chunks`, as NDJSON lines written from the binary COPY of their columns
    * (./ndjson-lines.ts): a few milliseconds per chunk, done before the next chunk is asked for.
+   * The chunks' buffers are the export's own, reused: release each chunk once it is sent.
    */
   ndjsonChunks(plan: ExportPlan, options: ChunkOptions = {}): AsyncGenerator<FinishedChunk> {
     const { window, secret } = plan;
+    const buffers = new ChunkBuffers();
     return this.paged(
       plan.after,
-      async (after, limit) =>
-        finishCopy(secret, window.appId, await this.repository.ndjsonChunk(window, after, limit)),
+      async (after, limit) => {
+        const copy = await this.repository.ndjsonChunk(window, after, limit, buffers);
+        try {
+          return finishCopy(secret, window.appId, copy, buffers);
+        } finally {
+          buffers.give(copy);
+        }
+      },
       (chunk) => chunk,
       options,
     );

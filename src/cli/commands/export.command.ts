@@ -35,7 +35,7 @@ async function writeExport(
   }
   const options = { retries: RETRIES, onRetry };
   // Loaded here, not at the top: the command line is parsed (and --help shown) without it.
-  const { ndjsonBody, parquetBody } =
+  const { ndjsonBody, parquetBody, writeBody } =
     require('../../export/export-body') as typeof import('../../export/export-body');
   const body =
     plan.format === 'parquet'
@@ -44,11 +44,10 @@ async function writeExport(
           plan.secret,
         )
       : ndjsonBody(counted(service.ndjsonChunks(plan, options), (chunk) => chunk.rows));
-  for await (const piece of body) {
-    progress.bytes += piece.length;
-    if (!out.write(piece)) await once(out, 'drain');
+  await writeBody(body, out, (bytes) => {
+    progress.bytes += bytes;
     onPiece(progress);
-  }
+  });
   return progress;
 }
 
