@@ -28,8 +28,8 @@ type ElementOid = (typeof ElementType)[keyof typeof ElementType];
 
 const HEADER_BYTES = 20;
 const TWO_32 = 4_294_967_296;
-/** Unix epoch ms of 2000-01-01T00:00:00Z, PostgreSQL's timestamp epoch. */
-const PG_EPOCH_MS = 946_684_800_000;
+/** Unix epoch ms of 2000-01-01T00:00:00Z, PostgreSQL's timestamp epoch (binary timestamps count from it). */
+export const PG_EPOCH_MS = 946_684_800_000;
 /** A string this short is encoded by a JavaScript loop when it is ASCII: cheaper than a native call. */
 const SHORT_STRING = 64;
 

@@ -1,4 +1,5 @@
 import { sealEventIdBlocks, SEALED_EVENT_ID_BYTES, writePresentedEventId } from '@app/common/event-ids';
+import { PG_EPOCH_MS } from '@app/database/binary-arrays';
 import { ChunkBuffers } from './chunk-buffers';
 import type { ExportPosition } from './export.repository';
 
@@ -18,9 +19,9 @@ import type { ExportPosition } from './export.repository';
 const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 /** The columns of a row, in NDJSON_COLUMNS order. */
 const COLUMNS = 19;
-// PostgreSQL's binary timestamps count microseconds from 2000-01-01.
-const PG_EPOCH_US = 946_684_800_000_000;
-const PG_EPOCH_US_BIG = 946_684_800_000_000n;
+// Binary timestamps are microseconds from PostgreSQL's epoch.
+const PG_EPOCH_US = PG_EPOCH_MS * 1000;
+const PG_EPOCH_US_BIG = BigInt(PG_EPOCH_US);
 const TWO_32 = 4_294_967_296;
 const PRESENTED_ID_CHARS = 22;
 /** Where a line's id starts: after `{"id":"`. */
