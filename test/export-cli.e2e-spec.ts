@@ -150,9 +150,9 @@ describe('the export resumes by itself after a dropped database connection (the 
     let calls = 0;
     // The second chunk's statement has its connection killed under it, as a failover would.
     class Dropping extends ExportRepository {
-      override async chunk(...args: Parameters<ExportRepository['chunk']>) {
+      override async copyChunk(...args: Parameters<ExportRepository['copyChunk']>) {
         if (++calls === 2) await t.db.query('SELECT pg_terminate_backend(pg_backend_pid())');
-        return super.chunk(...args);
+        return super.copyChunk(...args);
       }
     }
     const service = new ExportService(
@@ -163,8 +163,13 @@ describe('the export resumes by itself after a dropped database connection (the 
     const retried: unknown[] = [];
     const plan = await service.plan({ appId, from: String(base), to: String(base + HOUR) });
     const ids: string[] = [];
-    for await (const rows of service.chunks(plan, { retries: 3, onRetry: (err) => retried.push(err) })) {
-      ids.push(...rows.map((r) => r.event_id!));
+    for await (const chunk of service.ndjsonChunks(plan, {
+      retries: 3,
+      onRetry: (err) => retried.push(err),
+    })) {
+      const lines = chunk.lines.toString('utf8').trimEnd().split('\n');
+      ids.push(...lines.map((line) => (JSON.parse(line) as { eventId: string }).eventId));
+      chunk.release();
     }
     expect(retried).toHaveLength(1);
     expect(ids).toEqual(Array.from({ length: 250 }, (_, i) => `d-${i}`));

@@ -15,6 +15,8 @@ import type { Cipher, Decipher } from 'node:crypto';
  */
 export const EVENT_ID_PATTERN = /^[A-Za-z0-9_-]{22}$/;
 export const SEALED_EVENT_ID_BYTES = 16;
+/** The length of a presented id: 16 bytes in base64url, unpadded. */
+export const PRESENTED_EVENT_ID_CHARS = 22;
 
 interface AppCodec {
   cipher: Cipher;

@@ -1,9 +1,8 @@
 import type { Writable } from 'node:stream';
-import type { EventRow } from '@app/common/reads/event-record';
-import { toEventRecord } from '@app/common/reads/event-record';
 import { ParquetEncoder } from './export-parquet';
 import { shareEventLoop } from './fair-share';
 import type { FinishedChunk } from './ndjson-lines';
+import type { CopyChunk } from './export.service';
 
 /** Bytes of an export's body, and what to do once the destination has taken them. */
 export interface BodyPiece {
@@ -23,19 +22,22 @@ export async function* ndjsonBody(chunks: AsyncIterable<FinishedChunk>): AsyncGe
   }
 }
 
-/** One Parquet file, sent row group by row group. */
+/**
+ * One Parquet file, sent row group by row group, and the event loop handed back after each
+ * (./fair-share.ts).
+ */
 export async function* parquetBody(
-  chunks: AsyncIterable<EventRow[]>,
+  chunks: AsyncIterable<CopyChunk>,
   secret: Buffer,
+  appId: string,
 ): AsyncGenerator<BodyPiece> {
-  const encoder = new ParquetEncoder();
-  for await (const rows of chunks) {
+  const encoder = new ParquetEncoder(secret, appId);
+  for await (const chunk of chunks) {
     const started = performance.now();
-    const groups = encoder.add(rows.map((row) => toEventRecord(secret, row)));
-    const workMs = performance.now() - started;
-    for (const group of groups) {
+    const group = encoder.add(chunk);
+    if (group) {
       yield { bytes: group };
-      await shareEventLoop(workMs);
+      await shareEventLoop(performance.now() - started);
     }
   }
   yield { bytes: encoder.finish() };

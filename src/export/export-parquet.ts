@@ -1,15 +1,21 @@
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
 import type { SchemaElement } from 'hyparquet';
+import {
+  PRESENTED_EVENT_ID_CHARS,
+  SEALED_EVENT_ID_BYTES,
+  writePresentedEventId,
+} from '@app/common/event-ids';
 import type { EventRecordDto } from '@app/common/reads/event-record.dto';
+import { COLUMN, COLUMNS, CopyRows, epochMs, int64, jsonbPayload, sealIds } from './copy-rows';
+import type { CopyChunk } from './export.service';
 
 /**
- * Rows per row group. A row group is encoded in memory before it is sent, so this bounds the
- * export's memory (about 10 MB of column data at 1 KB per event), while staying large enough
- * for a warehouse to read efficiently.
+ * Rows per row group, at least: a row group holds whole chunks and is written once they reach
+ * this many rows. Until then its rows wait as the chunks' COPY bytes (about 200 bytes an event);
+ * it is then encoded in memory, a column at a time, before it is sent. Large enough for a
+ * warehouse to read efficiently (about 0.5 MB compressed at 1 KB per event).
  */
 export const PARQUET_ROW_GROUP_ROWS = 10_000;
-
-type Field = keyof EventRecordDto;
 
 const TIMESTAMP_MILLIS = {
   type: 'INT64',
@@ -17,96 +23,271 @@ const TIMESTAMP_MILLIS = {
   logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' },
 } as const;
 const STRING = { type: 'BYTE_ARRAY', converted_type: 'UTF8' } as const;
+const JSON_TEXT = { type: 'BYTE_ARRAY', converted_type: 'JSON' } as const;
 
-interface Column {
-  name: Field;
+/** The rows of one row group: where each column of each row is, in which chunk. */
+interface Group {
+  copies: Buffer[];
+  rows: number;
+  /** Column c of row r starts at starts[r * COLUMNS + c] of copies[source[r]]; lengths alike. */
+  starts: Int32Array;
+  lengths: Int32Array;
+  source: Int32Array;
+  /** The rows' presented ids, PRESENTED_EVENT_ID_CHARS bytes each. */
+  ids: Buffer;
+  appId: Uint8Array;
+}
+
+type Value = Uint8Array | number | boolean | null;
+
+export interface Column {
+  name: keyof EventRecordDto;
   element: Omit<SchemaElement, 'name' | 'repetition_type'>;
   required: boolean;
   /** Min/max per row group, for a reader's filter pushdown: kept where a filter is likely. */
   statistics?: boolean;
   /** Unique per event: a dictionary would only cost time, so the values are written plainly. */
   unique?: boolean;
+  /** The column's values for the writer, in its physical form where it would convert them. */
+  values: (group: Group) => Value[];
+}
+
+/** The bytes of a text column as views into the chunks' COPY (null where the value is null). */
+const text =
+  (column: number) =>
+  ({ copies, rows, starts, lengths, source }: Group): Value[] => {
+    const values = new Array<Value>(rows);
+    for (let r = 0, at = column; r < rows; r++, at += COLUMNS) {
+      const copy = copies[source[r]];
+      values[r] =
+        lengths[at] < 0 ? null : new Uint8Array(copy.buffer, copy.byteOffset + starts[at], lengths[at]);
+    }
+    return values;
+  };
+
+/** A fixed-width column's values from the COPY (null where the value is null). */
+const fixed =
+  (column: number, read: (copy: Buffer, at: number) => number | boolean) =>
+  ({ copies, rows, starts, lengths, source }: Group): Value[] => {
+    const values = new Array<Value>(rows);
+    for (let r = 0, at = column; r < rows; r++, at += COLUMNS) {
+      values[r] = lengths[at] < 0 ? null : read(copies[source[r]], starts[at]);
+    }
+    return values;
+  };
+
+/** The record's payload: the stored JSON text as it is (as NDJSON has it), or null. */
+function payloads({ copies, rows, starts, lengths, source }: Group): Value[] {
+  const values = new Array<Value>(rows);
+  for (let r = 0; r < rows; r++) {
+    const json = r * COLUMNS + COLUMN.payloadJson;
+    const jsonb = r * COLUMNS + COLUMN.payloadJsonb;
+    const copy = copies[source[r]];
+    if (lengths[json] >= 0)
+      values[r] = new Uint8Array(copy.buffer, copy.byteOffset + starts[json], lengths[json]);
+    else if (lengths[jsonb] >= 0) values[r] = Buffer.from(jsonbPayload(copy, starts[jsonb], lengths[jsonb]));
+    else values[r] = null;
+  }
+  return values;
 }
 
 /** The columns, in record order: the fields of an event record, typed. */
-const COLUMNS: Column[] = [
-  { name: 'id', element: STRING, required: true, unique: true },
-  { name: 'appId', element: STRING, required: true },
-  { name: 'eventName', element: STRING, required: true, statistics: true },
-  { name: 'anonymousUserId', element: STRING, required: false },
-  { name: 'sessionId', element: STRING, required: false },
-  { name: 'eventTime', element: TIMESTAMP_MILLIS, required: false },
-  { name: 'timestamp', element: TIMESTAMP_MILLIS, required: true, statistics: true },
-  { name: 'receivedAt', element: TIMESTAMP_MILLIS, required: true, statistics: true },
-  { name: 'eventId', element: STRING, required: false, unique: true },
-  { name: 'isTestMode', element: { type: 'BOOLEAN' }, required: true },
-  { name: 'platform', element: STRING, required: false },
-  { name: 'appVersion', element: STRING, required: false },
-  { name: 'buildNumber', element: STRING, required: false },
-  { name: 'osVersion', element: STRING, required: false },
-  { name: 'deviceModel', element: STRING, required: false },
-  { name: 'locale', element: STRING, required: false },
-  { name: 'timezone', element: STRING, required: false },
-  { name: 'floatValue', element: { type: 'DOUBLE' }, required: false },
+export const PARQUET_COLUMNS: readonly Column[] = [
+  {
+    name: 'id',
+    element: STRING,
+    required: true,
+    unique: true,
+    values: ({ rows, ids }) =>
+      Array.from(
+        { length: rows },
+        (_, r) =>
+          new Uint8Array(ids.buffer, ids.byteOffset + r * PRESENTED_EVENT_ID_CHARS, PRESENTED_EVENT_ID_CHARS),
+      ),
+  },
+  {
+    name: 'appId',
+    element: STRING,
+    required: true,
+    values: ({ rows, appId }) => new Array<Value>(rows).fill(appId),
+  },
+  { name: 'eventName', element: STRING, required: true, statistics: true, values: text(COLUMN.eventName) },
+  { name: 'anonymousUserId', element: STRING, required: false, values: text(COLUMN.anonymousUserId) },
+  { name: 'sessionId', element: STRING, required: false, values: text(COLUMN.sessionId) },
+  { name: 'eventTime', element: TIMESTAMP_MILLIS, required: false, values: fixed(COLUMN.eventTime, int64) },
+  {
+    name: 'timestamp',
+    element: TIMESTAMP_MILLIS,
+    required: true,
+    statistics: true,
+    values: fixed(COLUMN.timestamp, (copy, at) => epochMs(copy, at, true)),
+  },
+  {
+    name: 'receivedAt',
+    element: TIMESTAMP_MILLIS,
+    required: true,
+    statistics: true,
+    values: fixed(COLUMN.receivedAt, (copy, at) => epochMs(copy, at, false)),
+  },
+  { name: 'eventId', element: STRING, required: false, unique: true, values: text(COLUMN.eventId) },
+  {
+    name: 'isTestMode',
+    element: { type: 'BOOLEAN' },
+    required: true,
+    values: fixed(COLUMN.isTestMode, (copy, at) => copy[at] !== 0),
+  },
+  { name: 'platform', element: STRING, required: false, values: text(COLUMN.platform) },
+  { name: 'appVersion', element: STRING, required: false, values: text(COLUMN.appVersion) },
+  { name: 'buildNumber', element: STRING, required: false, values: text(COLUMN.buildNumber) },
+  { name: 'osVersion', element: STRING, required: false, values: text(COLUMN.osVersion) },
+  { name: 'deviceModel', element: STRING, required: false, values: text(COLUMN.deviceModel) },
+  { name: 'locale', element: STRING, required: false, values: text(COLUMN.locale) },
+  { name: 'timezone', element: STRING, required: false, values: text(COLUMN.timezone) },
+  {
+    name: 'floatValue',
+    element: { type: 'DOUBLE' },
+    required: false,
+    values: fixed(COLUMN.floatValue, (copy, at) => copy.readDoubleBE(at)),
+  },
   // JSON text, as the record's payload object serialises.
-  { name: 'payload', element: { type: 'BYTE_ARRAY', converted_type: 'JSON' }, required: false, unique: true },
+  { name: 'payload', element: JSON_TEXT, required: false, unique: true, values: payloads },
 ];
 
-const SCHEMA: SchemaElement[] = [
-  { name: 'root', num_children: COLUMNS.length },
-  ...COLUMNS.map((c): SchemaElement => ({
-    ...c.element,
+const schemaOf = (element: (c: Column) => Column['element']): SchemaElement[] => [
+  { name: 'root', num_children: PARQUET_COLUMNS.length },
+  ...PARQUET_COLUMNS.map((c): SchemaElement => ({
+    ...element(c),
     name: c.name,
     repetition_type: c.required ? 'REQUIRED' : 'OPTIONAL',
   })),
 ];
 
+/** The file's schema. */
+export const PARQUET_SCHEMA = schemaOf((c) => c.element);
 /**
- * Writes event records as one Parquet file, row group by row group: `add` buffers records and
- * returns the bytes of each row group it completes, `finish` the rest and the footer. Only one
- * row group is ever held.
+ * The schema the writer encodes row groups with: the same, but the payload as bytes with no
+ * annotation. The writer would otherwise take each JSON value as an object to stringify and
+ * encode, where the stored text is already the JSON text. The annotation only names what the
+ * bytes are: the pages, the column chunks' metadata and their (absent) statistics are the same
+ * either way, and the file's footer, written from PARQUET_SCHEMA, has it.
+ */
+const WRITE_SCHEMA = schemaOf((c) => (c.element === JSON_TEXT ? { type: 'BYTE_ARRAY' } : c.element));
+
+/**
+ * Writes an export's chunks (their binary COPY, ./copy-rows.ts) as one Parquet file, row group
+ * by row group: `add` keeps each chunk until its row group is complete and returns the bytes of
+ * the row group it completes, `finish` the rest and the footer. The writer gets each column's
+ * values only when it encodes that column, made from the chunks' bytes (text as views into
+ * them, no string per value), and they are garbage once it moves on: one column of one row
+ * group is all the JavaScript an export holds at a time.
  */
 export class ParquetEncoder {
   private readonly out = new ByteWriter();
   private readonly writer: ParquetWriter;
-  private columns: unknown[][] = COLUMNS.map(() => []);
-  private rows = 0;
+  private readonly appId: Uint8Array;
+  private pending: CopyChunk[] = [];
+  private pendingRows = 0;
+  private starts = new Int32Array(0);
+  private lengths = new Int32Array(0);
+  private source = new Int32Array(0);
+  private idStarts = new Int32Array(0);
 
-  constructor() {
+  constructor(
+    private readonly secret: Buffer,
+    private readonly appIdText: string,
+  ) {
+    this.appId = Buffer.from(appIdText);
     this.writer = new ParquetWriter({
       writer: this.out,
-      schema: SCHEMA,
+      schema: WRITE_SCHEMA,
       codec: 'SNAPPY',
       createdBy: 'tally',
     });
   }
 
-  add(records: EventRecordDto[]): Uint8Array[] {
-    const ready: Uint8Array[] = [];
-    for (const record of records) {
-      for (let c = 0; c < COLUMNS.length; c++) this.columns[c].push(record[COLUMNS[c].name]);
-      if (++this.rows === PARQUET_ROW_GROUP_ROWS) ready.push(this.flushGroup());
+  /** Takes a chunk (released once its row group is written); the bytes of the row group it completes, if any. */
+  add(chunk: CopyChunk): Uint8Array | null {
+    if (chunk.rows === 0) {
+      chunk.release();
+      return null;
     }
-    return ready;
+    this.pending.push(chunk);
+    this.pendingRows += chunk.rows;
+    return this.pendingRows >= PARQUET_ROW_GROUP_ROWS ? this.flushGroup() : null;
   }
 
   finish(): Uint8Array {
-    const group = this.rows > 0 ? this.flushGroup() : new Uint8Array(0);
+    const group = this.pendingRows > 0 ? this.flushGroup() : new Uint8Array(0);
+    this.writer.schema = PARQUET_SCHEMA;
     void this.writer.finish();
     return concat(group, this.take());
   }
 
   private flushGroup(): Uint8Array {
-    const columnData = COLUMNS.map((c, i) => ({
+    const group = this.group();
+    // Each column's values are made when the writer reads them, and only the last made is kept
+    // (the writer reads the first column's twice, for the row count).
+    let made: { column: Column; values: Value[] } | null = null;
+    const columnData = PARQUET_COLUMNS.map((c) => ({
       name: c.name,
-      data: this.columns[i] as never[],
+      get data() {
+        if (made?.column !== c) made = { column: c, values: c.values(group) };
+        return made.values as never[];
+      },
       statistics: c.statistics ?? false,
       ...(c.unique ? { encoding: 'PLAIN' as const } : {}),
     }));
-    void this.writer.write({ columnData, rowGroupSize: this.rows });
-    this.columns = COLUMNS.map(() => []);
-    this.rows = 0;
+    void this.writer.write({ columnData, rowGroupSize: group.rows });
+    this.keepStatistics();
+    for (const chunk of this.pending) chunk.release();
+    this.pending = [];
+    this.pendingRows = 0;
     return this.take();
+  }
+
+  /** Where every column of every pending row is, and the rows' presented ids. */
+  private group(): Group {
+    const rows = this.pendingRows;
+    if (this.source.length < rows) {
+      this.starts = new Int32Array(rows * COLUMNS);
+      this.lengths = new Int32Array(rows * COLUMNS);
+      this.source = new Int32Array(rows);
+      this.idStarts = new Int32Array(rows);
+    }
+    const { starts, lengths, source, idStarts } = this;
+    const copies = this.pending.map((chunk) => chunk.copy);
+    let r = 0;
+    copies.forEach((copy, c) => {
+      const row = new CopyRows(copy);
+      while (row.next()) {
+        if (r === rows) throw new Error('export: a chunk holds more rows than it counted');
+        starts.set(row.starts, r * COLUMNS);
+        lengths.set(row.lengths, r * COLUMNS);
+        source[r] = c;
+        idStarts[r] = row.starts[COLUMN.id];
+        r++;
+      }
+    });
+    if (r !== rows) throw new Error('export: a chunk holds fewer rows than it counted');
+    const sealed = sealIds(this.secret, this.appIdText, copies, idStarts, rows, source);
+    const ids = Buffer.allocUnsafe(rows * PRESENTED_EVENT_ID_CHARS);
+    for (let i = 0; i < rows; i++) {
+      writePresentedEventId(sealed, i * SEALED_EVENT_ID_BYTES, ids, i * PRESENTED_EVENT_ID_CHARS);
+    }
+    return { copies, rows, starts, lengths, source, ids, appId: this.appId };
+  }
+
+  /**
+   * The row group's min/max statistics are views into the chunks' bytes, which are reused for
+   * later chunks once the group is written: the footer gets copies.
+   */
+  private keepStatistics(): void {
+    for (const { meta_data } of this.writer.row_groups[this.writer.row_groups.length - 1].columns) {
+      const statistics = meta_data?.statistics;
+      if (!statistics) continue;
+      if (statistics.min_value instanceof Uint8Array) statistics.min_value = statistics.min_value.slice();
+      if (statistics.max_value instanceof Uint8Array) statistics.max_value = statistics.max_value.slice();
+    }
   }
 
   /** The bytes written since the last take; the buffer is then reused from its start. */

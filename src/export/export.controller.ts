@@ -108,9 +108,13 @@ export class ExportController {
    */
   private async body(plan: ExportPlan): Promise<AsyncIterable<BodyPiece>> {
     if (plan.format === 'parquet') {
-      const chunks = this.exports.chunks(plan);
+      const chunks = this.exports.copyChunks(plan);
       const first = await chunks.next();
-      return parquetBody(prepend(first.done ? undefined : first.value, chunks), plan.secret);
+      return parquetBody(
+        prepend(first.done ? undefined : first.value, chunks),
+        plan.secret,
+        plan.window.appId,
+      );
     }
     const chunks = this.exports.ndjsonChunks(plan);
     const first = await chunks.next();

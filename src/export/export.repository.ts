@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ReadDatabase } from '@app/database/read-database';
 import { withDriverClient } from '@app/database/driver-client';
-import { EVENT_ROW_COLUMNS, type EventRow } from '@app/common/reads/event-record';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import { to as copyTo } from 'pg-copy-streams';
 import type { ChunkBuffers } from './chunk-buffers';
@@ -23,22 +22,21 @@ export interface ExportWindow {
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
- * The columns of a row of the NDJSON export, in the order ./ndjson-lines.ts reads them from the
- * binary COPY: stored values as they are (timestamps as microseconds, the id as an integer,
- * text as UTF-8). The last column is the older jsonb payload as text, only where no json text
+ * The columns of an exported row, in the order ./copy-rows.ts reads them from the binary COPY:
+ * stored values as they are (timestamps as microseconds, the id as an integer, text as UTF-8),
+ * which the server writes as NDJSON or Parquet. The last column is the older jsonb payload as text, only where no json text
  * is stored. `app_id` is the window's, so it is not read.
  */
-const NDJSON_COLUMNS = `e.received_at, e.id, e.event_name, e.anonymous_user_id, e.session_id, e.event_time, e.ts,
+const EXPORT_COLUMNS = `e.received_at, e.id, e.event_name, e.anonymous_user_id, e.session_id, e.event_time, e.ts,
        e.event_id, e.is_test_mode, e.platform, e.app_version, e.build_number, e.os_version, e.device_model,
        e.locale, e.timezone, e.float_value, e.payload_json,
        CASE WHEN e.payload_json IS NULL THEN e.payload::text END`;
 
 type SqlType = 'uuid' | 'timestamptz' | 'boolean' | 'bigint';
-/** Writes one value of a condition into the SQL: as a parameter, or as a checked literal. */
-type Bind = (value: string | boolean, type: SqlType) => string;
 
-/** The window's conditions, and the position's, over `events e`. */
-function windowWhere(window: ExportWindow, after: ExportPosition | null, bind: Bind): string {
+/** The window's conditions, and the position's, over `events e`, with their values as checked literals. */
+function windowWhere(window: ExportWindow, after: ExportPosition | null): string {
+  const bind = literal;
   const where = [
     `e.app_id = ${bind(window.appId, 'uuid')}`,
     `e.received_at >= ${bind(iso(window.fromMs), 'timestamptz')}`,
@@ -59,14 +57,6 @@ function windowWhere(window: ExportWindow, after: ExportPosition | null, bind: B
   return where.join(' AND ');
 }
 
-/** Each value as the next parameter of `params`. */
-const asParameters =
-  (params: unknown[]): Bind =>
-  (value, type) => {
-    params.push(value);
-    return `$${params.length}::${type}`;
-  };
-
 const LITERAL_SHAPES: Record<Exclude<SqlType, 'boolean'>, RegExp> = {
   uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
   timestamptz: /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/,
@@ -78,12 +68,12 @@ const LITERAL_SHAPES: Record<Exclude<SqlType, 'boolean'>, RegExp> = {
  * once it is checked to have its type's shape (a lower-case uuid, an ISO instant, digits), so
  * nothing else can get in.
  */
-const asLiterals: Bind = (value, type) => {
+function literal(value: string | boolean, type: SqlType): string {
   if (typeof value === 'boolean') return String(value);
   if (type === 'boolean' || !LITERAL_SHAPES[type].test(value))
     throw new Error(`export: not a ${type}: ${value}`);
   return `'${value}'::${type}`;
-};
+}
 
 /**
  * The export's reads. They go through ReadDatabase, as GET /api/v1/events does: the read pool,
@@ -95,46 +85,26 @@ export class ExportRepository {
   constructor(private readonly read: ReadDatabase) {}
 
   /**
-   * The next `limit` rows of the window strictly after `after`, ascending by (received_at, id).
-   * No bound on `ts`, the partition key: a late event sits in the partition of its event-time
-   * day, so every partition may hold rows of the window. Each partition answers from its
-   * (app_id, received_at DESC, id DESC) index, read backwards, and PostgreSQL merges them in
+   * The next `limit` rows of the window strictly after `after`, ascending by (received_at, id),
+   * as PostgreSQL's binary COPY of EXPORT_COLUMNS (./copy-rows.ts reads it), in a buffer from
+   * `buffers`. No bound on `ts`, the partition key: a late event sits in the partition of its
+   * event-time day, so every partition may hold rows of the window. Each partition answers from
+   * its (app_id, received_at DESC, id DESC) index, read backwards, and PostgreSQL merges them in
    * order; a partition with nothing in the window costs one index descent. The position is in
-   * microseconds, as stored, so paging is exact whatever the precision of received_at.
+   * microseconds, as stored, so paging is exact whatever the precision of received_at. One
+   * statement; the whole chunk is read before it is returned, so a read retried on the primary
+   * starts over.
    */
-  async chunk(window: ExportWindow, after: ExportPosition | null, limit: number): Promise<EventRow[]> {
-    const params: unknown[] = [];
-    const where = windowWhere(window, after, asParameters(params));
-    params.push(limit);
-    // One statement per chunk: on a replica connection error it is simply read again from the primary.
-    return (await this.read.run((db) =>
-      db.query(
-        `SELECT ${EVENT_ROW_COLUMNS}
-           FROM events e
-          WHERE ${where}
-          ORDER BY e.received_at, e.id
-          LIMIT $${params.length}`,
-        params,
-      ),
-    )) as EventRow[];
-  }
-
-  /**
-   * The same rows as `chunk`, as PostgreSQL's binary COPY of NDJSON_COLUMNS, which
-   * ./ndjson-lines.ts writes as NDJSON without building a row object, in a buffer from `buffers`.
-   * One statement; the whole chunk is read before it is returned, so a read retried on the
-   * primary starts over.
-   */
-  async ndjsonChunk(
+  async copyChunk(
     window: ExportWindow,
     after: ExportPosition | null,
     limit: number,
     buffers: ChunkBuffers,
   ): Promise<Buffer> {
     if (!Number.isSafeInteger(limit) || limit < 1) throw new Error('export: bad chunk size');
-    const sql = `COPY (SELECT ${NDJSON_COLUMNS}
+    const sql = `COPY (SELECT ${EXPORT_COLUMNS}
                          FROM events e
-                        WHERE ${windowWhere(window, after, asLiterals)}
+                        WHERE ${windowWhere(window, after)}
                         ORDER BY e.received_at, e.id
                         LIMIT ${limit}) TO STDOUT (FORMAT binary)`;
     return this.read.run((db) =>

@@ -4,13 +4,13 @@ import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { normaliseAppId } from '@app/common/ids';
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { parseInstant } from '@app/common/reads/time-params';
-import type { EventRow } from '@app/common/reads/event-record';
 import { parseEventId } from '@app/common/event-ids';
 import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 import { isTransientDatabaseError } from '@app/database/transient-error';
 import { WritePressure } from '@app/database/write-pressure';
 import { ExportPosition, ExportRepository, ExportWindow } from './export.repository';
 import { finishCopy, type FinishedChunk } from './ndjson-lines';
+import { copyExtent } from './copy-rows';
 import { ChunkBuffers } from './chunk-buffers';
 import type { ExportFormat, ExportQueryDto } from './export-query.dto';
 import { ExportSlots } from './export-slots';
@@ -33,6 +33,15 @@ export interface ExportPlan {
   format: ExportFormat;
   /** The key of the app's opaque record ids (the cursor key). */
   secret: Buffer;
+}
+
+/** One chunk of rows as their binary COPY (./copy-rows.ts). */
+export interface CopyChunk {
+  copy: Buffer;
+  rows: number;
+  last: ExportPosition | null;
+  /** Hands the buffer back for a later chunk: call once nothing reads `copy` any more. */
+  release: () => void;
 }
 
 export interface ChunkOptions {
@@ -61,11 +70,6 @@ function instant(field: 'from' | 'to', value: string): number {
     ]);
   }
   return ms;
-}
-
-/** Where a row is in the export order. */
-export function positionOf(row: EventRow): ExportPosition {
-  return { receivedUs: BigInt(row.received_us), id: BigInt(row.id) };
 }
 
 /** The rules of the raw export (docs/reads.md, "Export to a warehouse"). */
@@ -126,24 +130,30 @@ export class ExportService {
   }
 
   /**
-   * The window's rows in order, one chunk (one statement) at a time. The next chunk is read
-   * while the caller handles the current one, so at most two chunks are in memory; the caller
-   * pulls, so a slow consumer slows the reads down rather than piling rows up.
+   * The window's rows in order, one chunk (one statement) at a time, as the binary COPY of their
+   * columns (./copy-rows.ts) in a buffer of the export's own: release each chunk once nothing
+   * reads it, and the buffer is reused. The next chunk is read while the caller handles the
+   * current one, so at most two chunks are read ahead; the caller pulls, so a slow consumer
+   * slows the reads down rather than piling rows up.
    */
-  chunks(plan: ExportPlan, options: ChunkOptions = {}): AsyncGenerator<EventRow[]> {
+  copyChunks(plan: ExportPlan, options: ChunkOptions = {}): AsyncGenerator<CopyChunk> {
     const { window } = plan;
+    const buffers = new ChunkBuffers();
     return this.paged(
       plan.after,
-      (after, limit) => this.repository.chunk(window, after, limit),
-      (rows) => ({ rows: rows.length, last: rows.length ? positionOf(rows[rows.length - 1]) : null }),
+      async (after, limit) => {
+        const copy = await this.repository.copyChunk(window, after, limit, buffers);
+        return { copy, ...copyExtent(copy), release: () => buffers.give(copy) };
+      },
+      (chunk) => chunk,
       options,
     );
   }
 
   /**
-   * The same rows as `chunks`, as NDJSON lines written from the binary COPY of their columns
-   * (./ndjson-lines.ts): a few milliseconds per chunk, done before the next chunk is asked for.
-   * The chunks' buffers are the export's own, reused: release each chunk once it is sent.
+   * The same rows as NDJSON lines written from their binary COPY (./ndjson-lines.ts): a few
+   * milliseconds per chunk, done before the next chunk is asked for. The chunks' buffers are the
+   * export's own, reused: release each chunk once it is sent.
    */
   ndjsonChunks(plan: ExportPlan, options: ChunkOptions = {}): AsyncGenerator<FinishedChunk> {
     const { window, secret } = plan;
@@ -151,7 +161,7 @@ export class ExportService {
     return this.paged(
       plan.after,
       async (after, limit) => {
-        const copy = await this.repository.ndjsonChunk(window, after, limit, buffers);
+        const copy = await this.repository.copyChunk(window, after, limit, buffers);
         try {
           return finishCopy(secret, window.appId, copy, buffers);
         } finally {

@@ -1,11 +1,15 @@
-import { sealEventIdBlocks, SEALED_EVENT_ID_BYTES, writePresentedEventId } from '@app/common/event-ids';
-import { PG_EPOCH_MS } from '@app/database/binary-arrays';
+import {
+  PRESENTED_EVENT_ID_CHARS,
+  SEALED_EVENT_ID_BYTES,
+  writePresentedEventId,
+} from '@app/common/event-ids';
 import { ChunkBuffers } from './chunk-buffers';
+import { COLUMN, CopyRows, epochMs, int64, jsonbPayload, positionAt, sealIds } from './copy-rows';
 import type { ExportPosition } from './export.repository';
 
 /**
  * The NDJSON export's lines, written straight from PostgreSQL's binary COPY of each row's
- * columns (ExportRepository.ndjsonChunk, NDJSON_COLUMNS there) into one buffer per chunk, with
+ * columns (ExportRepository.copyChunk, EXPORT_COLUMNS there; ./copy-rows.ts reads it) into one buffer per chunk, with
  * the fields, order and formatting of `JSON.stringify(toEventRecord(row))`, byte for byte. No
  * row object, no string per value: text columns are UTF-8 already and are copied byte by byte,
  * escaped as JSON.stringify escapes them; integers are written digit by digit; the ids of a
@@ -16,14 +20,6 @@ import type { ExportPosition } from './export.repository';
  * epochs, a string concatenation per field), and the binary columns are half as many bytes.
  */
 
-const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
-/** The columns of a row, in NDJSON_COLUMNS order. */
-const COLUMNS = 19;
-// Binary timestamps are microseconds from PostgreSQL's epoch.
-const PG_EPOCH_US = PG_EPOCH_MS * 1000;
-const PG_EPOCH_US_BIG = BigInt(PG_EPOCH_US);
-const TWO_32 = 4_294_967_296;
-const PRESENTED_ID_CHARS = 22;
 /** Where a line's id starts: after `{"id":"`. */
 const ID_OFFSET = 7;
 
@@ -36,10 +32,6 @@ export interface FinishedChunk {
   last: ExportPosition | null;
   /** Milliseconds the server spent finishing it (for ./fair-share.ts). */
   workMs: number;
-}
-
-function copyError(detail: string): Error {
-  return new Error(`export: unexpected COPY data (${detail})`);
 }
 
 const ascii = (text: string) => Uint8Array.from(text, (c) => c.charCodeAt(0));
@@ -171,91 +163,64 @@ class LineWriter {
   }
 }
 
-/**
- * The signed 64-bit integer at `at`, as a number rounded as Number(bigint) rounds it: the high
- * half times 2^32 is exact, so the sum is the only rounding.
- */
-function int64(copy: Buffer, at: number): number {
-  return copy.readInt32BE(at) * TWO_32 + copy.readUInt32BE(at + 4);
-}
-
-/**
- * The binary timestamp at `at` in epoch milliseconds: floored, as the records' `timestamp`
- * (floor(extract(epoch FROM ts) * 1000)), or truncated, as their `receivedAt` (epoch µs ÷ 1000n).
- */
-function epochMs(copy: Buffer, at: number, floor: boolean): number {
-  const high = copy.readInt32BE(at);
-  // Within ±2^52.8 µs of 2000 (until the year 2250), epoch µs are exact as a number.
-  if (high >= -0x1c0000 && high < 0x1c0000) {
-    const us = high * TWO_32 + copy.readUInt32BE(at + 4) + PG_EPOCH_US;
-    return floor ? Math.floor(us / 1000) : Math.trunc(us / 1000);
-  }
-  const us = copy.readBigInt64BE(at) + PG_EPOCH_US_BIG;
-  const ms = us / 1000n;
-  return Number(floor && us % 1000n < 0n ? ms - 1n : ms);
-}
-
-// One row's column starts and lengths (-1: null), reused row after row.
-const starts = new Int32Array(COLUMNS);
-const lengths = new Int32Array(COLUMNS);
-
-/** `key`, then text column `column` as a JSON string, or null. */
-function textField(writer: LineWriter, key: Uint8Array, copy: Buffer, column: number): void {
+/** `key`, then text column `column` of the row as a JSON string, or null. */
+function textField(writer: LineWriter, key: Uint8Array, row: CopyRows, column: number): void {
   writer.bytes(key);
+  const { starts, lengths } = row;
   if (lengths[column] < 0) writer.bytes(NULL);
-  else writer.string(copy, starts[column], starts[column] + lengths[column]);
+  else writer.string(row.copy, starts[column], starts[column] + lengths[column]);
 }
 
 /** The record's payload: the stored JSON text, or null. */
-function payloadField(writer: LineWriter, copy: Buffer): void {
+function payloadField(writer: LineWriter, row: CopyRows): void {
+  const { copy, starts, lengths } = row;
   writer.bytes(KEYS.payload);
-  if (lengths[17] >= 0) {
+  if (lengths[COLUMN.payloadJson] >= 0) {
     // Stored as ingest writes it: the compact text of JSON.stringify.
-    writer.raw(copy, starts[17], starts[17] + lengths[17]);
-  } else if (lengths[18] >= 0) {
-    // The older jsonb column: its text has spaces and its own key order; presented as the
-    // driver parses it.
-    const payload = JSON.parse(copy.toString('utf8', starts[18], starts[18] + lengths[18])) as unknown;
-    const json = Buffer.from(JSON.stringify(payload));
+    const from = starts[COLUMN.payloadJson];
+    writer.raw(copy, from, from + lengths[COLUMN.payloadJson]);
+  } else if (lengths[COLUMN.payloadJsonb] >= 0) {
+    const json = Buffer.from(jsonbPayload(copy, starts[COLUMN.payloadJsonb], lengths[COLUMN.payloadJsonb]));
     writer.reserve(json.length + 2);
     writer.raw(json, 0, json.length);
   } else writer.bytes(NULL);
 }
 
-/** One row at `at` (its columns already in `starts` and `lengths`) as a line, its id left blank. */
-function writeLine(writer: LineWriter, copy: Buffer, head: Uint8Array): void {
+/** The current row as a line, its id left blank. */
+function writeLine(writer: LineWriter, row: CopyRows, head: Uint8Array): void {
+  const { copy, starts, lengths } = row;
   writer.bytes(head);
-  writer.string(copy, starts[2], starts[2] + lengths[2]);
-  textField(writer, KEYS.anonymousUserId, copy, 3);
-  textField(writer, KEYS.sessionId, copy, 4);
+  writer.string(copy, starts[COLUMN.eventName], starts[COLUMN.eventName] + lengths[COLUMN.eventName]);
+  textField(writer, KEYS.anonymousUserId, row, COLUMN.anonymousUserId);
+  textField(writer, KEYS.sessionId, row, COLUMN.sessionId);
   writer.bytes(KEYS.eventTime);
-  if (lengths[5] < 0) writer.bytes(NULL);
-  else writer.integer(int64(copy, starts[5]));
+  if (lengths[COLUMN.eventTime] < 0) writer.bytes(NULL);
+  else writer.integer(int64(copy, starts[COLUMN.eventTime]));
   writer.bytes(KEYS.timestamp);
-  writer.integer(epochMs(copy, starts[6], true));
+  writer.integer(epochMs(copy, starts[COLUMN.timestamp], true));
   writer.bytes(KEYS.receivedAt);
-  writer.integer(epochMs(copy, starts[0], false));
-  textField(writer, KEYS.eventId, copy, 7);
+  writer.integer(epochMs(copy, starts[COLUMN.receivedAt], false));
+  textField(writer, KEYS.eventId, row, COLUMN.eventId);
   writer.bytes(KEYS.isTestMode);
-  writer.bytes(copy[starts[8]] ? TRUE : FALSE);
-  textField(writer, KEYS.platform, copy, 9);
-  textField(writer, KEYS.appVersion, copy, 10);
-  textField(writer, KEYS.buildNumber, copy, 11);
-  textField(writer, KEYS.osVersion, copy, 12);
-  textField(writer, KEYS.deviceModel, copy, 13);
-  textField(writer, KEYS.locale, copy, 14);
-  textField(writer, KEYS.timezone, copy, 15);
+  writer.bytes(copy[starts[COLUMN.isTestMode]] ? TRUE : FALSE);
+  textField(writer, KEYS.platform, row, COLUMN.platform);
+  textField(writer, KEYS.appVersion, row, COLUMN.appVersion);
+  textField(writer, KEYS.buildNumber, row, COLUMN.buildNumber);
+  textField(writer, KEYS.osVersion, row, COLUMN.osVersion);
+  textField(writer, KEYS.deviceModel, row, COLUMN.deviceModel);
+  textField(writer, KEYS.locale, row, COLUMN.locale);
+  textField(writer, KEYS.timezone, row, COLUMN.timezone);
   writer.bytes(KEYS.floatValue);
   // JSON.stringify writes NaN and the infinities as null, and -0 as 0, as the record does.
-  if (lengths[16] < 0) writer.bytes(NULL);
-  else writer.text(JSON.stringify(copy.readDoubleBE(starts[16])));
-  payloadField(writer, copy);
+  if (lengths[COLUMN.floatValue] < 0) writer.bytes(NULL);
+  else writer.text(JSON.stringify(copy.readDoubleBE(starts[COLUMN.floatValue])));
+  payloadField(writer, row);
   writer.bytes(LINE_END);
 }
 
 /**
  * Turns one chunk's binary COPY into NDJSON lines of the records of `appId`, in a buffer from
- * `buffers`. Throws on anything that is not a row of NDJSON_COLUMNS. `copy` is not read after.
+ * `buffers`. Throws on anything that is not a row of EXPORT_COLUMNS. `copy` is not read after.
  */
 export function finishCopy(
   secret: Buffer,
@@ -264,36 +229,20 @@ export function finishCopy(
   buffers = new ChunkBuffers(),
 ): FinishedChunk {
   const started = performance.now();
-  if (copy.length < 19 || !copy.subarray(0, COPY_SIGNATURE.length).equals(COPY_SIGNATURE)) {
-    throw copyError('no binary COPY header');
-  }
+  const row = new CopyRows(copy);
   // Everything from the line's start to the event name's value, with a blank for the id.
-  const head = ascii(`{"id":"${' '.repeat(PRESENTED_ID_CHARS)}","appId":"${appId}","eventName":`);
+  const head = ascii(`{"id":"${' '.repeat(PRESENTED_EVENT_ID_CHARS)}","appId":"${appId}","eventName":`);
   // A line is about twice its row's COPY bytes (the keys); longer ones make the buffer grow.
   const writer = new LineWriter(buffers, copy.length * 2 + LINE_OVERHEAD);
   const idAt: number[] = [];
   const ids: number[] = [];
-  let at = 19 + copy.readInt32BE(15);
-  for (;;) {
-    const fields = copy.readInt16BE(at);
-    if (fields === -1) break;
-    if (fields !== COLUMNS) throw copyError('row shape');
-    let p = at + 2;
-    for (let c = 0; c < COLUMNS; c++) {
-      const length = copy.readInt32BE(p);
-      p += 4;
-      starts[c] = p;
-      lengths[c] = length;
-      if (length > 0) p += length;
-    }
-    if (p > copy.length || lengths[0] !== 8 || lengths[1] !== 8 || lengths[6] !== 8 || lengths[2] < 0) {
-      throw copyError('row shape');
-    }
-    writer.reserve(6 * (p - at) + LINE_OVERHEAD);
-    ids.push(starts[1]);
+  let lastReceivedAt = -1;
+  while (row.next()) {
+    writer.reserve(6 * (row.rowEnd - row.rowStart) + LINE_OVERHEAD);
+    ids.push(row.starts[COLUMN.id]);
+    lastReceivedAt = row.starts[COLUMN.receivedAt];
     idAt.push(writer.at + ID_OFFSET);
-    writeLine(writer, copy, head);
-    at = p;
+    writeLine(writer, row, head);
   }
   const rows = ids.length;
   const out = writer.out;
@@ -301,23 +250,13 @@ export function finishCopy(
   if (rows === 0) {
     return { lines: out.subarray(0, 0), release, rows, last: null, workMs: performance.now() - started };
   }
-  const blocks = Buffer.alloc(rows * SEALED_EVENT_ID_BYTES);
-  for (let i = 0; i < rows; i++) {
-    const from = ids[i];
-    const to = i * SEALED_EVENT_ID_BYTES;
-    for (let b = 0; b < 8; b++) blocks[to + b] = copy[from + b];
-  }
-  const sealed = sealEventIdBlocks(secret, appId, blocks);
+  const sealed = sealIds(secret, appId, [copy], ids, rows);
   for (let i = 0; i < rows; i++) writePresentedEventId(sealed, i * SEALED_EVENT_ID_BYTES, out, idAt[i]);
-  const lastId = ids[rows - 1];
   return {
     lines: out.subarray(0, writer.at),
     release,
     rows,
-    last: {
-      receivedUs: copy.readBigInt64BE(lastId - 12) + PG_EPOCH_US_BIG,
-      id: copy.readBigInt64BE(lastId),
-    },
+    last: positionAt(copy, lastReceivedAt, ids[rows - 1]),
     workMs: performance.now() - started,
   };
 }

@@ -40,8 +40,9 @@ async function writeExport(
   const body =
     plan.format === 'parquet'
       ? parquetBody(
-          counted(service.chunks(plan, options), (rows) => rows.length),
+          counted(service.copyChunks(plan, options), (chunk) => chunk.rows),
           plan.secret,
+          plan.window.appId,
         )
       : ndjsonBody(counted(service.ndjsonChunks(plan, options), (chunk) => chunk.rows));
   await writeBody(body, out, (bytes) => {

@@ -1,0 +1,164 @@
+import { sealEventIdBlocks, SEALED_EVENT_ID_BYTES } from '@app/common/event-ids';
+import { PG_EPOCH_MS } from '@app/database/binary-arrays';
+import type { ExportPosition } from './export.repository';
+
+/**
+ * Reading PostgreSQL's binary COPY of the export's columns (EXPORT_COLUMNS of the repository),
+ * which both formats are written from: stored values as they are, timestamps as microseconds
+ * from PostgreSQL's epoch, integers and floats as 8 big-endian bytes, text as UTF-8.
+ */
+
+/** The columns of a row, in EXPORT_COLUMNS order. */
+export const COLUMN = {
+  receivedAt: 0,
+  id: 1,
+  eventName: 2,
+  anonymousUserId: 3,
+  sessionId: 4,
+  eventTime: 5,
+  timestamp: 6,
+  eventId: 7,
+  isTestMode: 8,
+  platform: 9,
+  appVersion: 10,
+  buildNumber: 11,
+  osVersion: 12,
+  deviceModel: 13,
+  locale: 14,
+  timezone: 15,
+  floatValue: 16,
+  payloadJson: 17,
+  payloadJsonb: 18,
+} as const;
+export const COLUMNS = 19;
+
+const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+const PG_EPOCH_US = PG_EPOCH_MS * 1000;
+const PG_EPOCH_US_BIG = BigInt(PG_EPOCH_US);
+const TWO_32 = 4_294_967_296;
+
+export function copyError(detail: string): Error {
+  return new Error(`export: unexpected COPY data (${detail})`);
+}
+
+/**
+ * The rows of one chunk's COPY, one after the other: `next()` moves to the next row and puts
+ * where each of its columns starts and how long it is (-1: null) in `starts` and `lengths`.
+ * Throws on anything that is not a row of EXPORT_COLUMNS.
+ */
+export class CopyRows {
+  readonly starts = new Int32Array(COLUMNS);
+  readonly lengths = new Int32Array(COLUMNS);
+  /** Where the current row starts and ends in `copy`. */
+  rowStart = 0;
+  rowEnd: number;
+
+  constructor(readonly copy: Buffer) {
+    if (copy.length < 19 || !copy.subarray(0, COPY_SIGNATURE.length).equals(COPY_SIGNATURE)) {
+      throw copyError('no binary COPY header');
+    }
+    this.rowEnd = 19 + copy.readInt32BE(15);
+  }
+
+  next(): boolean {
+    const { copy, starts, lengths } = this;
+    const at = this.rowEnd;
+    const fields = copy.readInt16BE(at);
+    if (fields === -1) return false;
+    if (fields !== COLUMNS) throw copyError('row shape');
+    let p = at + 2;
+    for (let c = 0; c < COLUMNS; c++) {
+      const length = copy.readInt32BE(p);
+      p += 4;
+      starts[c] = p;
+      lengths[c] = length;
+      if (length > 0) p += length;
+    }
+    if (
+      p > copy.length ||
+      lengths[COLUMN.receivedAt] !== 8 ||
+      lengths[COLUMN.id] !== 8 ||
+      lengths[COLUMN.timestamp] !== 8 ||
+      lengths[COLUMN.eventName] < 0
+    ) {
+      throw copyError('row shape');
+    }
+    this.rowStart = at;
+    this.rowEnd = p;
+    return true;
+  }
+}
+
+/** How many rows a chunk's COPY holds, and where its last row is in the export's order. */
+export function copyExtent(copy: Buffer): { rows: number; last: ExportPosition | null } {
+  const rows = new CopyRows(copy);
+  let count = 0;
+  let receivedAt = -1;
+  let id = -1;
+  while (rows.next()) {
+    count++;
+    receivedAt = rows.starts[COLUMN.receivedAt];
+    id = rows.starts[COLUMN.id];
+  }
+  return { rows: count, last: count ? positionAt(copy, receivedAt, id) : null };
+}
+
+/** The export position of a row whose receive time and id start at these offsets. */
+export function positionAt(copy: Buffer, receivedAt: number, id: number): ExportPosition {
+  return { receivedUs: copy.readBigInt64BE(receivedAt) + PG_EPOCH_US_BIG, id: copy.readBigInt64BE(id) };
+}
+
+/**
+ * The signed 64-bit integer at `at`, as a number rounded as Number(bigint) rounds it: the high
+ * half times 2^32 is exact, so the sum is the only rounding.
+ */
+export function int64(copy: Buffer, at: number): number {
+  return copy.readInt32BE(at) * TWO_32 + copy.readUInt32BE(at + 4);
+}
+
+/**
+ * The binary timestamp at `at` in epoch milliseconds: floored, as the records' `timestamp`
+ * (floor(extract(epoch FROM ts) * 1000)), or truncated, as their `receivedAt` (epoch µs ÷ 1000n).
+ */
+export function epochMs(copy: Buffer, at: number, floor: boolean): number {
+  const high = copy.readInt32BE(at);
+  // Within ±2^52.8 µs of 2000 (until the year 2250), epoch µs are exact as a number.
+  if (high >= -0x1c0000 && high < 0x1c0000) {
+    const us = high * TWO_32 + copy.readUInt32BE(at + 4) + PG_EPOCH_US;
+    return floor ? Math.floor(us / 1000) : Math.trunc(us / 1000);
+  }
+  const us = copy.readBigInt64BE(at) + PG_EPOCH_US_BIG;
+  const ms = us / 1000n;
+  return Number(floor && us % 1000n < 0n ? ms - 1n : ms);
+}
+
+/**
+ * The sealed ids (SEALED_EVENT_ID_BYTES each, in order) of the stored ids at `ids[i]` in
+ * `copies[sources[i]]` (or in `copies[0]` without `sources`): one cipher call for them all.
+ */
+export function sealIds(
+  secret: Buffer,
+  appId: string,
+  copies: readonly Buffer[],
+  ids: ArrayLike<number>,
+  count: number,
+  sources?: ArrayLike<number>,
+): Buffer {
+  const blocks = Buffer.alloc(count * SEALED_EVENT_ID_BYTES);
+  for (let i = 0; i < count; i++) {
+    const copy = copies[sources ? sources[i] : 0];
+    const from = ids[i];
+    const to = i * SEALED_EVENT_ID_BYTES;
+    for (let b = 0; b < 8; b++) blocks[to + b] = copy[from + b];
+  }
+  return sealEventIdBlocks(secret, appId, blocks);
+}
+
+/**
+ * A payload from the older jsonb column ([from, from + length) of `copy`), as the driver presents
+ * it: its text has spaces and jsonb's own key order, so it is parsed and written as
+ * JSON.stringify writes it.
+ */
+export function jsonbPayload(copy: Buffer, from: number, length: number): string {
+  return JSON.stringify(JSON.parse(copy.toString('utf8', from, from + length)) as unknown);
+}
