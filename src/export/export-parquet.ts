@@ -52,8 +52,64 @@ export interface Column {
   values: (group: Group) => Value[];
 }
 
+/**
+ * One view per distinct byte string of a column: equal values share one object, so a column of
+ * a few distinct names holds a few views, and the writer's dictionary (keyed by object first)
+ * has one entry per name instead of one per row. An open-addressed table of FNV-1a hashes,
+ * reused column after column.
+ */
+class Interned {
+  private slots = new Int32Array(0);
+  private readonly views: Uint8Array[] = [];
+
+  /** Starts a column of up to `rows` values. */
+  reset(rows: number): void {
+    const size = 2 ** Math.ceil(Math.log2(rows * 2 + 1));
+    if (this.slots.length < size) this.slots = new Int32Array(size);
+    else this.slots.fill(0);
+    this.views.length = 0;
+  }
+
+  view(copy: Buffer, from: number, length: number): Uint8Array {
+    let hash = 0x811c9dc5;
+    for (let i = from, end = from + length; i < end; i++) hash = Math.imul(hash ^ copy[i], 0x01000193);
+    const { slots, views } = this;
+    const mask = slots.length - 1;
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
+      const index = slots[slot];
+      if (index === 0) {
+        const view = new Uint8Array(copy.buffer, copy.byteOffset + from, length);
+        views.push(view);
+        slots[slot] = views.length;
+        return view;
+      }
+      const view = views[index - 1];
+      if (view.length === length && sameBytes(view, copy, from)) return view;
+    }
+  }
+}
+
+function sameBytes(view: Uint8Array, copy: Buffer, from: number): boolean {
+  for (let i = 0; i < view.length; i++) if (view[i] !== copy[from + i]) return false;
+  return true;
+}
+
+const interned = new Interned();
+
 /** The bytes of a text column as views into the chunks' COPY (null where the value is null). */
 const text =
+  (column: number) =>
+  ({ copies, rows, starts, lengths, source }: Group): Value[] => {
+    const values = new Array<Value>(rows);
+    interned.reset(rows);
+    for (let r = 0, at = column; r < rows; r++, at += COLUMNS) {
+      values[r] = lengths[at] < 0 ? null : interned.view(copies[source[r]], starts[at], lengths[at]);
+    }
+    return values;
+  };
+
+/** The bytes of a column of unique text (an event id) as views, one per row. */
+const uniqueText =
   (column: number) =>
   ({ copies, rows, starts, lengths, source }: Group): Value[] => {
     const values = new Array<Value>(rows);
@@ -129,7 +185,7 @@ export const PARQUET_COLUMNS: readonly Column[] = [
     statistics: true,
     values: fixed(COLUMN.receivedAt, (copy, at) => epochMs(copy, at, false)),
   },
-  { name: 'eventId', element: STRING, required: false, unique: true, values: text(COLUMN.eventId) },
+  { name: 'eventId', element: STRING, required: false, unique: true, values: uniqueText(COLUMN.eventId) },
   {
     name: 'isTestMode',
     element: { type: 'BOOLEAN' },
