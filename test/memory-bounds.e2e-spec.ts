@@ -10,10 +10,12 @@ import { testDatabaseUrl, useTestApp } from './support/test-app';
 
 const ROOT = path.resolve(__dirname, '..');
 const SERVER_JS = path.join(ROOT, 'dist/src/main.js');
-// The heap the start script gives the server (package.json config.heapMb).
-const HEAP_MB = (
-  JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { heapMb: string } }
-).config.heapMb;
+// The heap and malloc arena caps the start script gives the server (package.json config).
+const { heapMb: HEAP_MB, mallocArenaMax: MALLOC_ARENA_MAX } = (
+  JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    config: { heapMb: string; mallocArenaMax: string };
+  }
+).config;
 // Scaled down from the 2,000 default so that the flood stays quick; the shape is the same.
 const NAME_LIMIT = 300;
 const FLOOD_REQUESTS = 12;
@@ -21,7 +23,7 @@ const FLOOD_BATCH = 1000;
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
 
-/** The built server as a child process with the production heap limit. */
+/** The built server as a child process with the production heap and arena limits. */
 async function startServer(
   env: Record<string, string>,
 ): Promise<{ base: string; child: ChildProcess; log: string[] }> {
@@ -31,6 +33,7 @@ async function startServer(
     cwd: ROOT,
     env: {
       ...process.env,
+      MALLOC_ARENA_MAX,
       DATABASE_URL: testDatabaseUrl(),
       PORT: String(port),
       HOST: '127.0.0.1',

@@ -60,6 +60,23 @@ describe('newcomer path: the README and guides work as written', () => {
     expect((await expand({})).stdout).toContain(`--max-old-space-size=${pkg.config.heapMb} `);
   });
 
+  it('`npm start` caps glibc malloc arenas, as docs/operations.md says, unless MALLOC_ARENA_MAX is set', async () => {
+    expect(read('docs/operations.md')).toContain('MALLOC_ARENA_MAX=2');
+    const pkg = JSON.parse(read('package.json'));
+    const expand = (env: Record<string, string>) =>
+      exec('sh', ['-c', `echo ${pkg.scripts.start}`], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          npm_package_config_heapMb: pkg.config.heapMb,
+          npm_package_config_mallocArenaMax: pkg.config.mallocArenaMax,
+          ...env,
+        },
+      });
+    expect(pkg.config.mallocArenaMax).toBe('2');
+    expect((await expand({})).stdout).toMatch(/^MALLOC_ARENA_MAX=2 node /);
+    expect((await expand({ MALLOC_ARENA_MAX: '8' })).stdout).toMatch(/^MALLOC_ARENA_MAX=8 node /);
+  });
+
   it("docs/reads.md's encoded offset example is accepted as written", async () => {
     const example = /from=(\d{4}-\d\d-\d\dT[\d:]+%2B\d\d:\d\d)/.exec(read('docs/reads.md'));
     expect(example).not.toBeNull();

@@ -152,11 +152,13 @@ function handle(child, output, baseUrl) {
   };
 }
 
-// The V8 heap cap that `npm start` gives the server (package.json `config.heapMb`).
-const HEAP_MB = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).config
-  .heapMb;
+// The V8 heap cap and the glibc arena cap that `npm start` gives the server (package.json
+// `config.heapMb` and `config.mallocArenaMax`).
+const { heapMb: HEAP_MB, mallocArenaMax: MALLOC_ARENA_MAX } = JSON.parse(
+  readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+).config;
 
-/** Starts `node dist/src/main.js` as `npm start` does, against `databaseUrl`, and waits for /healthz. */
+/** Starts `node dist/src/main.js` as `npm start` does (heap and arena caps), against `databaseUrl`, and waits for /healthz. */
 export async function startServer({ dist, databaseUrl, env = {}, nodeArgs = [] }) {
   const port = await freePort();
   const args = [`--max-old-space-size=${HEAP_MB}`, ...nodeArgs, `${dist}/src/main.js`];
@@ -164,6 +166,7 @@ export async function startServer({ dist, databaseUrl, env = {}, nodeArgs = [] }
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
+      MALLOC_ARENA_MAX,
       DATABASE_URL: databaseUrl,
       HOST: '127.0.0.1',
       PORT: String(port),

@@ -20,7 +20,7 @@
 //
 // Per round and side it reports the server's CPU per accepted event and the CPU of the
 // PostgreSQL backends serving that side's database; the WAL writer and checkpointer are shared
-// and not counted. Results go to bench/results/pair.json.
+// and not counted, and the server's peak RSS. Results go to bench/results/pair.json.
 import fs from 'node:fs';
 import path from 'node:path';
 import { batchTemplate } from '../lib/events.mjs';
@@ -102,7 +102,9 @@ async function load(side, amount, round) {
   for (const pid of after) pgSeconds += cpuSecondsOf(pid) - (backends.get(pid) ?? 0);
   const lost = [...backends.keys()].filter((pid) => !after.includes(pid));
   const rows = (await countEvents(side.db, side.tenant.appId)) - rowsBefore;
-  return { result, serverSeconds, pgSeconds, rows, lostBackends: lost.length };
+  // The server was started afresh for the round: its peak covers the warm-up and this load.
+  const peakRssMb = side.server.memory().sampledPeak / 1_048_576;
+  return { result, serverSeconds, pgSeconds, rows, lostBackends: lost.length, peakRssMb };
 }
 
 const median = (xs) => {
@@ -156,6 +158,7 @@ export async function pairMode({ dist, cluster }) {
           eventsPerSec: Math.round(accepted / m.result.seconds),
           serverUs: round1((m.serverSeconds / accepted) * 1e6),
           postgresUs: round1((m.pgSeconds / accepted) * 1e6),
+          peakRssMb: Math.round(m.peakRssMb),
         };
       }
       row.ratio = {
@@ -166,7 +169,7 @@ export async function pairMode({ dist, cluster }) {
       log(
         `round ${r}: server a ${row.a.serverUs} b ${row.b.serverUs} µs/event (b/a ${row.ratio.server}); ` +
           `postgres a ${row.a.postgresUs} b ${row.b.postgresUs} (b/a ${row.ratio.postgres}); ` +
-          `events/s a ${row.a.eventsPerSec} b ${row.b.eventsPerSec}`,
+          `events/s a ${row.a.eventsPerSec} b ${row.b.eventsPerSec}; peak RSS a ${row.a.peakRssMb} b ${row.b.peakRssMb} MB`,
       );
     }
     const summary = {};
@@ -180,6 +183,10 @@ export async function pairMode({ dist, cluster }) {
         medianB: round1(median(table.map((t) => t.b[`${k}Us`]))),
       };
     }
+    summary.peakRssMb = {
+      medianA: median(table.map((t) => t.a.peakRssMb)),
+      medianB: median(table.map((t) => t.b.peakRssMb)),
+    };
     const out = {
       timestamp: new Date().toISOString(),
       a: { dist: flags.a, env: envOf(flags['env-a']), sql: flags['sql-a'] ?? [] },
@@ -195,7 +202,8 @@ export async function pairMode({ dist, cluster }) {
       `server µs/event: a ${summary.server.medianA}, b ${summary.server.medianB}, b/a median ${summary.server.medianRatio} ` +
         `(${summary.server.minRatio}–${summary.server.maxRatio})\n` +
         `postgres µs/event: a ${summary.postgres.medianA}, b ${summary.postgres.medianB}, b/a median ${summary.postgres.medianRatio} ` +
-        `(${summary.postgres.minRatio}–${summary.postgres.maxRatio})\nResults: bench/results/pair.json\n`,
+        `(${summary.postgres.minRatio}–${summary.postgres.maxRatio})\n` +
+        `server peak RSS: a ${summary.peakRssMb.medianA} MB, b ${summary.peakRssMb.medianB} MB (medians)\nResults: bench/results/pair.json\n`,
     );
   } finally {
     for (const s of sides) {
