@@ -36,6 +36,8 @@ interface Group {
   /** The rows' presented ids, PRESENTED_EVENT_ID_CHARS bytes each. */
   ids: Buffer;
   appId: Uint8Array;
+  /** The export's table of distinct text values, reused column after column. */
+  interned: Interned;
 }
 
 type Value = Uint8Array | number | boolean | null;
@@ -94,12 +96,10 @@ function sameBytes(view: Uint8Array, copy: Buffer, from: number): boolean {
   return true;
 }
 
-const interned = new Interned();
-
 /** The bytes of a text column as views into the chunks' COPY (null where the value is null). */
 const text =
   (column: number) =>
-  ({ copies, rows, starts, lengths, source }: Group): Value[] => {
+  ({ copies, rows, starts, lengths, source, interned }: Group): Value[] => {
     const values = new Array<Value>(rows);
     interned.reset(rows);
     for (let r = 0, at = column; r < rows; r++, at += COLUMNS) {
@@ -241,6 +241,7 @@ export class ParquetEncoder {
   private readonly out = new ByteWriter();
   private readonly writer: ParquetWriter;
   private readonly appId: Uint8Array;
+  private readonly interned = new Interned();
   private pending: CopyChunk[] = [];
   private pendingRows = 0;
   private starts = new Int32Array(0);
@@ -330,7 +331,7 @@ export class ParquetEncoder {
     for (let i = 0; i < rows; i++) {
       writePresentedEventId(sealed, i * SEALED_EVENT_ID_BYTES, ids, i * PRESENTED_EVENT_ID_CHARS);
     }
-    return { copies, rows, starts, lengths, source, ids, appId: this.appId };
+    return { copies, rows, starts, lengths, source, ids, appId: this.appId, interned: this.interned };
   }
 
   /**
