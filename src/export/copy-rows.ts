@@ -37,7 +37,7 @@ const PG_EPOCH_US = PG_EPOCH_MS * 1000;
 const PG_EPOCH_US_BIG = BigInt(PG_EPOCH_US);
 const TWO_32 = 4_294_967_296;
 
-export function copyError(detail: string): Error {
+function copyError(detail: string): Error {
   return new Error(`export: unexpected COPY data (${detail})`);
 }
 

@@ -13,7 +13,7 @@ export const APP_ID = '0b7f3c1e-5d2a-4c8e-9f10-2a3b4c5d6e7f';
 const PG_EPOCH_US = 946_684_800_000_000n;
 
 /**
- * One stored row as the binary COPY carries it (the NDJSON_COLUMNS of the repository): the
+ * One stored row as the binary COPY carries it (EXPORT_COLUMNS of the repository): the
  * record's text, flag and float fields as they are, times in epoch microseconds, the stored
  * id, and the payload as the json or the older jsonb column holds it.
  */

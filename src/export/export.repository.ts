@@ -24,8 +24,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
 /**
  * The columns of an exported row, in the order ./copy-rows.ts reads them from the binary COPY:
  * stored values as they are (timestamps as microseconds, the id as an integer, text as UTF-8),
- * which the server writes as NDJSON or Parquet. The last column is the older jsonb payload as text, only where no json text
- * is stored. `app_id` is the window's, so it is not read.
+ * which the server writes as NDJSON or Parquet. The last column is the older jsonb payload as
+ * text, only where no json text is stored. `app_id` is the window's, so it is not read.
  */
 const EXPORT_COLUMNS = `e.received_at, e.id, e.event_name, e.anonymous_user_id, e.session_id, e.event_time, e.ts,
        e.event_id, e.is_test_mode, e.platform, e.app_version, e.build_number, e.os_version, e.device_model,
@@ -34,19 +34,18 @@ const EXPORT_COLUMNS = `e.received_at, e.id, e.event_name, e.anonymous_user_id, 
 
 type SqlType = 'uuid' | 'timestamptz' | 'boolean' | 'bigint';
 
-/** The window's conditions, and the position's, over `events e`, with their values as checked literals. */
+/** The window's conditions, and the position's, over `events e`, their values as checked literals. */
 function windowWhere(window: ExportWindow, after: ExportPosition | null): string {
-  const bind = literal;
   const where = [
-    `e.app_id = ${bind(window.appId, 'uuid')}`,
-    `e.received_at >= ${bind(iso(window.fromMs), 'timestamptz')}`,
-    `e.received_at < ${bind(iso(window.toMs), 'timestamptz')}`,
+    `e.app_id = ${literal(window.appId, 'uuid')}`,
+    `e.received_at >= ${literal(iso(window.fromMs), 'timestamptz')}`,
+    `e.received_at < ${literal(iso(window.toMs), 'timestamptz')}`,
   ];
   if (window.testMode !== 'all')
-    where.push(`e.is_test_mode = ${bind(window.testMode === 'true', 'boolean')}`);
+    where.push(`e.is_test_mode = ${literal(window.testMode === 'true', 'boolean')}`);
   if (after) {
-    const at = `timestamptz 'epoch' + ${bind(BigInt.asIntN(64, after.receivedUs).toString(), 'bigint')} * interval '1 microsecond'`;
-    const id = bind(BigInt.asIntN(64, after.id).toString(), 'bigint');
+    const at = `timestamptz 'epoch' + ${literal(BigInt.asIntN(64, after.receivedUs).toString(), 'bigint')} * interval '1 microsecond'`;
+    const id = literal(BigInt.asIntN(64, after.id).toString(), 'bigint');
     // The plain bound is what starts each partition's index scan at the position. The index is
     // (app_id, received_at DESC, id DESC), read backwards; a row comparison alone is checked on
     // every index entry from the start of the window instead, so the chunk at the millionth row

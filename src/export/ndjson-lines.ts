@@ -9,7 +9,7 @@ import type { ExportPosition } from './export.repository';
 
 /**
  * The NDJSON export's lines, written straight from PostgreSQL's binary COPY of each row's
- * columns (ExportRepository.copyChunk, EXPORT_COLUMNS there; ./copy-rows.ts reads it) into one buffer per chunk, with
+ * columns (ExportRepository.copyChunk; ./copy-rows.ts reads it) into one buffer per chunk, with
  * the fields, order and formatting of `JSON.stringify(toEventRecord(row))`, byte for byte. No
  * row object, no string per value: text columns are UTF-8 already and are copied byte by byte,
  * escaped as JSON.stringify escapes them; integers are written digit by digit; the ids of a
