@@ -12,7 +12,13 @@ import {
   storedRow,
 } from './export-copy.fixtures';
 import { copyExtent } from './copy-rows';
-import { PARQUET_COLUMNS, PARQUET_ROW_GROUP_ROWS, PARQUET_SCHEMA, ParquetEncoder } from './export-parquet';
+import {
+  PARQUET_COLUMNS,
+  PARQUET_ROW_GROUP_ROWS,
+  PARQUET_SCHEMA,
+  ParquetEncoder,
+  writerOptions,
+} from './export-parquet';
 import type { CopyChunk } from './export.service';
 
 /**
@@ -32,10 +38,8 @@ function fromRecords(records: EventRecordDto[], groups: number[]): Buffer {
     const group = records.slice(at, (at += rows));
     void writer.write({
       columnData: PARQUET_COLUMNS.map((c) => ({
-        name: c.name,
+        ...writerOptions(c),
         data: group.map((record) => record[c.name]) as never[],
-        statistics: c.statistics ?? false,
-        ...(c.unique ? { encoding: 'PLAIN' as const } : {}),
       })),
       rowGroupSize: rows,
     });

@@ -54,6 +54,11 @@ export interface Column {
   values: (group: Group) => Value[];
 }
 
+/** Bytes [from, from + length) of `bytes`, as a view (no copy). */
+function viewOf(bytes: Buffer, from: number, length: number): Uint8Array {
+  return new Uint8Array(bytes.buffer, bytes.byteOffset + from, length);
+}
+
 /**
  * One view per distinct byte string of a column: equal values share one object, so a column of
  * a few distinct names holds a few views, and the writer's dictionary (keyed by object first)
@@ -80,7 +85,7 @@ class Interned {
     for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
       const index = slots[slot];
       if (index === 0) {
-        const view = new Uint8Array(copy.buffer, copy.byteOffset + from, length);
+        const view = viewOf(copy, from, length);
         views.push(view);
         slots[slot] = views.length;
         return view;
@@ -114,9 +119,7 @@ const uniqueText =
   ({ copies, rows, starts, lengths, source }: Group): Value[] => {
     const values = new Array<Value>(rows);
     for (let r = 0, at = column; r < rows; r++, at += COLUMNS) {
-      const copy = copies[source[r]];
-      values[r] =
-        lengths[at] < 0 ? null : new Uint8Array(copy.buffer, copy.byteOffset + starts[at], lengths[at]);
+      values[r] = lengths[at] < 0 ? null : viewOf(copies[source[r]], starts[at], lengths[at]);
     }
     return values;
   };
@@ -139,8 +142,7 @@ function payloads({ copies, rows, starts, lengths, source }: Group): Value[] {
     const json = r * COLUMNS + COLUMN.payloadJson;
     const jsonb = r * COLUMNS + COLUMN.payloadJsonb;
     const copy = copies[source[r]];
-    if (lengths[json] >= 0)
-      values[r] = new Uint8Array(copy.buffer, copy.byteOffset + starts[json], lengths[json]);
+    if (lengths[json] >= 0) values[r] = viewOf(copy, starts[json], lengths[json]);
     else if (lengths[jsonb] >= 0) values[r] = Buffer.from(jsonbPayload(copy, starts[jsonb], lengths[jsonb]));
     else values[r] = null;
   }
@@ -155,10 +157,8 @@ export const PARQUET_COLUMNS: readonly Column[] = [
     required: true,
     unique: true,
     values: ({ rows, ids }) =>
-      Array.from(
-        { length: rows },
-        (_, r) =>
-          new Uint8Array(ids.buffer, ids.byteOffset + r * PRESENTED_EVENT_ID_CHARS, PRESENTED_EVENT_ID_CHARS),
+      Array.from({ length: rows }, (_, r) =>
+        viewOf(ids, r * PRESENTED_EVENT_ID_CHARS, PRESENTED_EVENT_ID_CHARS),
       ),
   },
   {
@@ -208,6 +208,13 @@ export const PARQUET_COLUMNS: readonly Column[] = [
   // JSON text, as the record's payload object serialises.
   { name: 'payload', element: JSON_TEXT, required: false, unique: true, values: payloads },
 ];
+
+/** How the writer encodes a column: the options of its `columnData` entry besides the values. */
+export const writerOptions = (c: Column) => ({
+  name: c.name,
+  statistics: c.statistics ?? false,
+  ...(c.unique ? { encoding: 'PLAIN' as const } : {}),
+});
 
 const schemaOf = (element: (c: Column) => Column['element']): SchemaElement[] => [
   { name: 'root', num_children: PARQUET_COLUMNS.length },
@@ -286,13 +293,11 @@ export class ParquetEncoder {
     // (the writer reads the first column's twice, for the row count).
     let made: { column: Column; values: Value[] } | null = null;
     const columnData = PARQUET_COLUMNS.map((c) => ({
-      name: c.name,
+      ...writerOptions(c),
       get data() {
         if (made?.column !== c) made = { column: c, values: c.values(group) };
         return made.values as never[];
       },
-      statistics: c.statistics ?? false,
-      ...(c.unique ? { encoding: 'PLAIN' as const } : {}),
     }));
     void this.writer.write({ columnData, rowGroupSize: group.rows });
     this.keepStatistics();

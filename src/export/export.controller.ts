@@ -32,6 +32,12 @@ async function* prepend<T>(first: T | undefined, rest: AsyncGenerator<T>): Async
   yield* rest;
 }
 
+/** `chunks` with its first chunk read now (a fault then is still an error answer). */
+async function firstRead<T>(chunks: AsyncGenerator<T>): Promise<AsyncGenerator<T>> {
+  const first = await chunks.next();
+  return prepend(first.done ? undefined : first.value, chunks);
+}
+
 function acceptsGzip(req: Request): boolean {
   return typeof req.headers['accept-encoding'] === 'string' && req.acceptsEncodings('gzip') === 'gzip';
 }
@@ -108,17 +114,9 @@ export class ExportController {
    */
   private async body(plan: ExportPlan): Promise<AsyncIterable<BodyPiece>> {
     if (plan.format === 'parquet') {
-      const chunks = this.exports.copyChunks(plan);
-      const first = await chunks.next();
-      return parquetBody(
-        prepend(first.done ? undefined : first.value, chunks),
-        plan.secret,
-        plan.window.appId,
-      );
+      return parquetBody(await firstRead(this.exports.copyChunks(plan)), plan.secret, plan.window.appId);
     }
-    const chunks = this.exports.ndjsonChunks(plan);
-    const first = await chunks.next();
-    return ndjsonBody(prepend(first.done ? undefined : first.value, chunks));
+    return ndjsonBody(await firstRead(this.exports.ndjsonChunks(plan)));
   }
 
   private start(req: Request, res: Response, plan: ExportPlan): void {
