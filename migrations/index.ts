@@ -12,6 +12,7 @@ import { AppTimezones1763890000000 } from './1763890000000-app-timezones';
 import { IngestCommitHorizon1763900000000 } from './1763900000000-ingest-commit-horizon';
 import { TrackingPlans1763910000000 } from './1763910000000-tracking-plans';
 import { PlanQuality1763910100000 } from './1763910100000-plan-quality';
+import { QuarantineBounds1763920000000 } from './1763920000000-quarantine-bounds';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -30,4 +31,5 @@ export const MIGRATIONS = [
   IngestCommitHorizon1763900000000,
   TrackingPlans1763910000000,
   PlanQuality1763910100000,
+  QuarantineBounds1763920000000,
 ];

@@ -4,6 +4,8 @@ import type { AuditService } from '@app/audit/audit.service';
 import type { RequestKey } from '@app/auth/authenticated-request';
 import type { AppConfig } from '@app/config/config';
 import { DedupRepository } from '@app/ingest/dedup.repository';
+import { EventNameBound, NAMES_REFRESH_MS } from '@app/ingest/event-name-bound';
+import { EventNameRepository } from '@app/ingest/event-name.repository';
 import { IngestRepository } from '@app/ingest/ingest.repository';
 import { IngestService } from '@app/ingest/ingest.service';
 import type { IngestResult } from '@app/ingest/ingest.types';
@@ -34,6 +36,19 @@ function unused<T>(name: string): T {
       },
     },
   ) as T;
+}
+
+/** The day's event-name bound for a replay run by the CLI: the stored names of each day it touches. */
+function replayNameBound(dataSource: DataSource, config: AppConfig): EventNameBound {
+  const names = new EventNameRepository(dataSource);
+  return new EventNameBound(
+    {
+      limit: config.ingestMaxEventNamesPerDay,
+      maxAgeDays: config.ingestMaxEventAgeDays,
+      refreshMs: NAMES_REFRESH_MS,
+    },
+    (appId, day) => names.namesOfDay(appId, day),
+  );
 }
 
 export function buildPlanServices(
@@ -67,6 +82,7 @@ export function buildPlanServices(
       quarantineRepository,
       new IngestRepository(dataSource),
       apps,
+      replayNameBound(dataSource, config),
     ),
     check: async (appId, events, plan) => {
       const key: RequestKey = { id: 'cli', kind: 'api', mode: 'live', appIds: [appId], scopes: [] };

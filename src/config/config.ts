@@ -91,6 +91,8 @@ export interface AppConfig {
   lookupSummaryIntervalMs: number;
   /** Days an event rejected by a tracking plan stays in the quarantine. */
   quarantineDays: number;
+  /** Quarantined events kept per app and UTC receive day; past it, events are counted, not kept. */
+  quarantineMaxEventsPerDay: number;
 
   /** Serve the read-only web dashboard at /dashboard. */
   dashboardEnabled: boolean;
@@ -398,6 +400,7 @@ function readJobSettings(env: Env) {
     partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 3, 1, 60),
     lookupSummaryIntervalMs: int(env, 'LOOKUP_SUMMARY_INTERVAL_MS', 2_000, 0, 3_600_000),
     quarantineDays: int(env, 'QUARANTINE_DAYS', 7, 1, 365),
+    quarantineMaxEventsPerDay: int(env, 'QUARANTINE_MAX_EVENTS_PER_DAY', 100_000, 0, 100_000_000),
 
     dashboardEnabled: bool(env, 'DASHBOARD_ENABLED', true),
 

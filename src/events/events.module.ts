@@ -4,11 +4,11 @@ import { RateLimitModule } from '@app/common/rate-limit/rate-limit.module';
 import { EventsController } from './events.controller';
 import { EventRepository } from './event.repository';
 import { EventsService } from './events.service';
-import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { ReadsModule } from '@app/common/reads/reads.module';
 
 @Module({
-  imports: [AuthModule, RateLimitModule],
+  imports: [ReadsModule, AuthModule, RateLimitModule],
   controllers: [EventsController],
-  providers: [EventRepository, EventsService, CursorSecretRepository],
+  providers: [EventRepository, EventsService],
 })
 export class EventsModule {}

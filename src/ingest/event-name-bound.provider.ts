@@ -1,11 +1,8 @@
 import { Logger, Provider } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { MetricsService } from '@app/common/metrics/metrics.service';
-import { EventNameBound } from './event-name-bound';
+import { EventNameBound, NAMES_REFRESH_MS } from './event-name-bound';
 import { EventNameRepository } from './event-name.repository';
-
-// How often a day in use is merged again with the names stored by every instance.
-const REFRESH_MS = 60_000;
 
 /** The instance-wide EventNameBound, built from the configuration. */
 export const EVENT_NAME_BOUND_PROVIDER: Provider = {
@@ -17,7 +14,7 @@ export const EVENT_NAME_BOUND_PROVIDER: Provider = {
       {
         limit: config.ingestMaxEventNamesPerDay,
         maxAgeDays: config.ingestMaxEventAgeDays,
-        refreshMs: REFRESH_MS,
+        refreshMs: NAMES_REFRESH_MS,
         onLimitReached: () => metrics.recordEventNameLimitReached(),
         onLoadError: (err) => logger.warn(`could not load the stored event names of a day: ${String(err)}`),
       },

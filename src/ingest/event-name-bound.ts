@@ -1,5 +1,8 @@
 import { DAY_MS, utcDateString } from '@app/common/time';
 
+/** How often a day in use is merged again with the names stored by every instance. */
+export const NAMES_REFRESH_MS = 60_000;
+
 /** Admits an otherwise valid event's name on its day, or refuses it with `message`. */
 export interface EventNameAdmission {
   admit(eventName: string, ts: number): boolean;
@@ -89,6 +92,24 @@ export class EventNameBound {
         return false;
       },
     };
+  }
+
+  /**
+   * Resolves once the app's days of `timestamps` hold the names stored for them: a caller that
+   * admits names without waiting on a request (the quarantine replay) waits for them first.
+   */
+  async loaded(appId: string, timestamps: Iterable<number>, now: number): Promise<void> {
+    this.forget(now);
+    let days = this.apps.get(appId);
+    if (days === undefined) this.apps.set(appId, (days = new Map()));
+    const seen = new Set<number>();
+    for (const ts of timestamps) {
+      const day = Math.floor(ts / DAY_MS);
+      if (seen.has(day)) continue;
+      seen.add(day);
+      this.day(appId, days, day, now);
+    }
+    await this.settled();
   }
 
   /** Resolves once no merge with the stored names is under way (for tests and benchmarks). */

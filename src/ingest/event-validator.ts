@@ -252,6 +252,19 @@ export class EventValidator {
     this.accept(event);
   }
 
+  /**
+   * Adds a warning to an event that was rejected after the field rules (its error stays): what
+   * became of it afterwards, such as `quarantine_full`. Counted with the warnings.
+   */
+  noteRejected(event: AcceptedEvent, issue: LaterIssue<EventWarningCode>): void {
+    const { field, code, message } = issue;
+    this.warningCounts[code] = (this.warningCounts[code] ?? 0) + 1;
+    if (this.warnings.length >= this.maxListed) return;
+    const entry: EventIssue<EventWarningCode> = { index: event.index, field, code, message };
+    if (event.eventId !== null) entry.eventId = event.eventId;
+    this.warnings.push(entry);
+  }
+
   private error(field: string, code: EventErrorCode, message: string): void {
     if (this.firstError === null) this.firstError = code;
     if (++this.eventErrors > MAX_ISSUES_PER_EVENT) return;

@@ -29,6 +29,7 @@ const WARNING_CODES: Record<EventWarningCode, true> = {
   future_time_clamped: true,
   schema_violation: true,
   unplanned_event: true,
+  quarantine_full: true,
 };
 
 class EventIssueDto {
@@ -106,7 +107,7 @@ export class IngestResultDto implements IngestResult {
   @ApiProperty({
     type: [EventWarningDto],
     description:
-      'Per-event warnings of accepted events, at most INGEST_MAX_ERRORS_LISTED (default 100) entries; `warningCounts` counts them all.',
+      'Per-event warnings of accepted events (and `quarantine_full` of events a tracking plan rejected), at most INGEST_MAX_ERRORS_LISTED (default 100) entries; `warningCounts` counts them all.',
   })
   warnings: EventWarningDto[];
 

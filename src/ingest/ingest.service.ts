@@ -19,6 +19,7 @@ import { EventNameBound, type EventNameAdmission } from './event-name-bound';
 import { PlansService } from '@app/plans/plans.service';
 import { PlanEnforcement } from '@app/plans/plan-enforcement';
 import type { CompiledPlan } from '@app/plans/compiled-plan';
+import type { PlanGate } from '@app/plans/plan-gate';
 import { DedupRepository } from './dedup.repository';
 
 /** A dry run (POST /api/v1/plan/check): the result ingest would give; nothing stored, counted or metered. */
@@ -29,8 +30,9 @@ export interface DryRun {
 }
 
 /**
- * The day's event-name bound, checked last: admitting a name counts it, so only an event that
- * is otherwise stored (past the field rules, suppressions and the tracking plan) may do so.
+ * The day's event-name bound, after the field rules and suppressions and before the tracking
+ * plan: admitting a name counts it, and an event the plan rejects is still kept (the quarantine)
+ * and counted (the data-quality rows), so its name must be within the bound too.
  */
 function nameAdmitted(
   validator: EventValidator,
@@ -43,6 +45,14 @@ function nameAdmitted(
   ]);
   return false;
 }
+
+const QUARANTINE_FULL = {
+  field: 'eventName',
+  code: 'quarantine_full',
+  message:
+    "The app's quarantine is full for today (QUARANTINE_MAX_EVENTS_PER_DAY): this rejected event " +
+    'was counted but not kept for replay.',
+} as const;
 
 interface Envelope {
   events: unknown[];
@@ -154,7 +164,7 @@ export class IngestService {
     const validating = cpu.start();
     for (let i = 0; i < events.length; i++) {
       const event = validator.validate(events[i], i);
-      if (event === null || (gate !== null && !gate.admit(event)) || !nameAdmitted(validator, names, event)) {
+      if (event === null || !nameAdmitted(validator, names, event) || (gate !== null && !gate.admit(event))) {
         rejected++;
       } else if (event.eventId !== null && seen.has(event.eventId)) {
         // A repeat within the batch: the first copy wins.
@@ -181,17 +191,7 @@ export class IngestService {
     // the data, but it is billed, so a flag in the body cannot evade billing.
     const metered = testMode ? 0 : accepted;
 
-    if (!dryRun) {
-      const suppressed = validator.rejectedByCode.user_suppressed;
-      if (suppressed) this.suppressions.countSuppressed(suppressed);
-      this.metrics.recordIngest({
-        accepted,
-        duplicates,
-        testMode,
-        rejectedByCode: validator.rejectedByCode,
-      });
-      if (gate !== null) await this.enforcement.settle(appId, receivedAt, gate);
-    }
+    if (!dryRun) await this.settle(appId, receivedAt, validator, gate, accepted, duplicates, testMode);
     return {
       received: events.length,
       accepted,
@@ -206,6 +206,28 @@ export class IngestService {
       errorCounts: validator.errorCounts,
       warningCounts: validator.warningCounts,
     };
+  }
+
+  /**
+   * After the write: the metrics, and the plan's verdicts (quarantine, data-quality counts); a
+   * rejected event the quarantine had no room for gets the warning `quarantine_full`.
+   */
+  private async settle(
+    appId: string,
+    receivedAt: number,
+    validator: EventValidator,
+    gate: PlanGate<AcceptedEvent> | null,
+    accepted: number,
+    duplicates: number,
+    testMode: boolean,
+  ): Promise<void> {
+    const suppressed = validator.rejectedByCode.user_suppressed;
+    if (suppressed) this.suppressions.countSuppressed(suppressed);
+    this.metrics.recordIngest({ accepted, duplicates, testMode, rejectedByCode: validator.rejectedByCode });
+    if (gate === null) return;
+    for (const { event } of await this.enforcement.settle(appId, receivedAt, gate)) {
+      validator.noteRejected(event, QUARANTINE_FULL);
+    }
   }
 
   /** The positions in `events` that ingest would find already stored (the dry run's duplicates). */

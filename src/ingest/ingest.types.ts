@@ -26,7 +26,8 @@ export type EventWarningCode =
   | 'clock_skew_corrected'
   | 'future_time_clamped'
   | 'schema_violation'
-  | 'unplanned_event';
+  | 'unplanned_event'
+  | 'quarantine_full';
 
 export interface EventIssue<C extends string = EventErrorCode | EventWarningCode> {
   index: number;

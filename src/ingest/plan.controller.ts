@@ -22,6 +22,8 @@ import { EventQualityDto, PlanQualityQueryDto } from '@app/plans/quality.dto';
 import { EventQuality, QualityService } from '@app/plans/quality.service';
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { DAY_MS, utcDateString } from '@app/common/time';
+import { DEFAULT_LIMIT } from '@app/common/reads/page-params';
+import { setNextPageHeaders } from '@app/common/reads/next-page';
 import { IngestBodyReader } from './ingest-body.reader';
 import { IngestResultDto } from './ingest-result.dto';
 import { IngestService } from './ingest.service';
@@ -70,10 +72,23 @@ export class PlanController {
       'last 7 days, at most 366): the events the plan accepted, flagged and rejected, and the rules ' +
       'broken most often. Counted while a plan in mode flag or enforce applies.',
   })
-  @ApiOkResponse({ type: EventQualityDto, isArray: true, headers: RATE_LIMIT_HEADERS })
-  @ApiProblemResponse(400, 'Invalid query parameters (`invalid_query`, with `errors`).')
+  @ApiOkResponse({
+    type: EventQualityDto,
+    isArray: true,
+    description:
+      'Most rejected and flagged first, then by event name; at most `limit` names. `Link` and ' +
+      '`X-Next-Cursor` name the next page.',
+    headers: RATE_LIMIT_HEADERS,
+  })
+  @ApiProblemResponse(
+    400,
+    'Invalid query parameters (`invalid_query`, with `errors`) or a tampered `cursor` (`invalid_cursor`).',
+  )
   @ReadEndpoint('plans:read')
-  async getQuality(@Query(QueryValidationPipe) query: PlanQualityQueryDto): Promise<EventQuality[]> {
+  async getQuality(
+    @Query(QueryValidationPipe) query: PlanQualityQueryDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<EventQuality[]> {
     const toDate = query.toDate ?? utcDateString(Date.now());
     const fromDate = query.fromDate ?? utcDateString(Date.parse(toDate) - 6 * DAY_MS);
     const span = (Date.parse(toDate) - Date.parse(fromDate)) / DAY_MS;
@@ -86,7 +101,15 @@ export class PlanController {
         },
       ]);
     }
-    return this.quality.summary(normaliseAppId(query.appId), fromDate, toDate);
+    const page = await this.quality.summary(
+      normaliseAppId(query.appId),
+      fromDate,
+      toDate,
+      query.cursor,
+      query.limit ?? DEFAULT_LIMIT,
+    );
+    setNextPageHeaders(res, '/api/v1/plan/quality', query, page.nextCursor);
+    return page.rows;
   }
 
   @Put()

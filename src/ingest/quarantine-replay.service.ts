@@ -11,6 +11,7 @@ import type { QuarantineFilters, ReplayRow } from '@app/plans/quarantine.types';
 import { commitWithinMs, dedupWindowMs } from './ingest.limits';
 import { IngestRepository } from './ingest.repository';
 import type { AcceptedEvent } from './ingest.types';
+import { EventNameBound, type EventNameAdmission } from './event-name-bound';
 
 export type ReplayActor = Parameters<PlansService['recordReplay']>[1];
 
@@ -69,6 +70,7 @@ export class QuarantineReplayService {
     private readonly quarantine: QuarantineRepository,
     private readonly events: IngestRepository,
     private readonly apps: AppsService,
+    private readonly eventNames: EventNameBound,
   ) {}
 
   /** Replays, then records `quarantine.replayed` with the filters and the counts. */
@@ -143,9 +145,18 @@ export class QuarantineReplayService {
     const remove: string[] = [];
     const events: AcceptedEvent[] = [];
     const ids = new Set<string>();
+    // The day's event-name bound, as ingest applies it: an event whose name the day has no room
+    // for stays in the quarantine.
+    const now = Date.now();
+    await this.eventNames.loaded(
+      appId,
+      rows.map((r) => r.ts),
+      now,
+    );
+    const names: EventNameAdmission = this.eventNames.forApp(appId, now);
     for (const row of rows) {
       const violations = plan?.check(row) ?? null;
-      if (violations !== null && plan!.rejects(violations)) {
+      if ((violations !== null && plan!.rejects(violations)) || !names.admit(row.eventName, row.ts)) {
         result.stillRejected++;
         continue;
       }

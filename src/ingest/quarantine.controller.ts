@@ -18,6 +18,7 @@ import {
 } from '@app/plans/quarantine.dto';
 import { QuarantineService } from '@app/plans/quarantine.service';
 import type { QuarantineFilters } from '@app/plans/quarantine.types';
+import { hasControlCharacter, NO_CONTROL_CHARACTERS_PATTERN } from '@app/common/control-characters';
 import { IngestBodyReader } from './ingest-body.reader';
 import { PlanEndpoint } from './plan-endpoint.decorator';
 import { QuarantineReplayService, ReplayResult } from './quarantine-replay.service';
@@ -38,8 +39,11 @@ export function replayFilters(value: unknown): QuarantineFilters {
   const filters: QuarantineFilters = {};
   for (const [name, v] of Object.entries(body)) {
     if (name === 'eventName') {
-      if (typeof v !== 'string' || v.length === 0 || v.length > 200) {
-        throw invalidBody('eventName', 'eventName must be a string of 1 to 200 characters.');
+      if (typeof v !== 'string' || v.length === 0 || v.length > 200 || hasControlCharacter(v)) {
+        throw invalidBody(
+          'eventName',
+          'eventName must be a string of 1 to 200 characters, without control characters.',
+        );
       }
       filters.eventName = v;
     } else if (name === 'code') {
@@ -110,7 +114,7 @@ export class QuarantineController {
       type: 'object',
       additionalProperties: false,
       properties: {
-        eventName: { type: 'string', minLength: 1, maxLength: 200 },
+        eventName: { type: 'string', minLength: 1, maxLength: 200, pattern: NO_CONTROL_CHARACTERS_PATTERN },
         code: { type: 'string', enum: VIOLATION_CODES },
       },
     },

@@ -1,6 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { MetricsService } from '@app/common/metrics/metrics.service';
-import type { PlanGate } from './plan-gate';
+import type { PlanGate, Rejection } from './plan-gate';
 import { QualityService } from './quality.service';
 import { QuarantineRepository } from './quarantine.repository';
 import type { QuarantineEvent } from './quarantine.types';
@@ -9,15 +10,33 @@ import type { QuarantineEvent } from './quarantine.types';
 @Injectable()
 export class PlanEnforcement {
   constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly quarantine: QuarantineRepository,
     private readonly metrics: MetricsService,
     private readonly quality: QualityService,
   ) {}
 
-  /** Counts the violations (metrics, data-quality counts) and keeps the rejected events in the quarantine. */
-  async settle(appId: string, receivedAt: number, gate: PlanGate<QuarantineEvent>): Promise<void> {
+  /**
+   * Counts the violations (metrics, data-quality counts) and keeps the rejected events in the
+   * quarantine while the app's day has room (QUARANTINE_MAX_EVENTS_PER_DAY). Returns the
+   * rejections it had no room for: they are counted, not kept.
+   */
+  async settle<E extends QuarantineEvent>(
+    appId: string,
+    receivedAt: number,
+    gate: PlanGate<E>,
+  ): Promise<Rejection<E>[]> {
     this.metrics.recordPlanViolations(gate.violations);
     this.quality.add(appId, receivedAt, gate);
-    await this.quarantine.insert(appId, receivedAt, gate.rejected);
+    const { rejected } = gate;
+    const kept = await this.quarantine.insert(
+      appId,
+      receivedAt,
+      rejected,
+      this.config.quarantineMaxEventsPerDay,
+    );
+    const dropped = rejected.slice(kept);
+    this.metrics.recordQuarantineDropped(dropped.length);
+    return dropped;
   }
 }

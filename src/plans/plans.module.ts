@@ -8,7 +8,7 @@ import { QuarantineRepository } from './quarantine.repository';
 import { QuarantineService } from './quarantine.service';
 import { QualityRepository } from './quality.repository';
 import { QualityService } from './quality.service';
-import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { ReadsModule } from '@app/common/reads/reads.module';
 
 /**
  * Tracking plans: the stored versions, each app's compiled plan (dropped on every instance by
@@ -16,7 +16,7 @@ import { CursorSecretRepository } from '@app/common/reads/cursor-secret.reposito
  * endpoints live in the ingest module, whose path the dry run and the replay share.
  */
 @Module({
-  imports: [MetricsModule],
+  imports: [ReadsModule, MetricsModule],
   providers: [
     PlansRepository,
     PlansService,
@@ -26,7 +26,6 @@ import { CursorSecretRepository } from '@app/common/reads/cursor-secret.reposito
     QuarantineService,
     QualityRepository,
     QualityService,
-    CursorSecretRepository,
   ],
   exports: [PlansService, PlanEnforcement, QuarantineRepository, QuarantineService, QualityService],
 })

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional } from 'class-validator';
+import { CursorParam, LimitParam } from '@app/common/reads/page-params';
 import { AppIdParam } from '@app/common/reads/query-params';
 import { IsRealDate } from '@app/common/reads/query-validators';
 
@@ -19,6 +20,12 @@ export class PlanQualityQueryDto {
   @IsOptional()
   @IsRealDate()
   toDate?: string;
+
+  @LimitParam()
+  limit?: number;
+
+  @CursorParam()
+  cursor?: string;
 }
 
 export class RuleCountDto {

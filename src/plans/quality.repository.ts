@@ -25,7 +25,15 @@ export interface QualitySummaryRow {
   accepted: string;
   flagged: string;
   rejected: string;
+  /** rejected + flagged: the answer's order, most first. */
+  score: string;
   rules: { field: string; rule: string; count: number }[] | null;
+}
+
+/** Where a page of the summary ended: the last row's score and event name. */
+export interface QualityPosition {
+  score: bigint;
+  eventName: string;
 }
 
 /** The daily data-quality counts of tracking plans (`plan_quality_daily`, `plan_rule_daily`). */
@@ -57,23 +65,43 @@ export class QualityRepository {
     );
   }
 
-  /** Per event name over [fromDay, toDay]: the counts and the `top` most broken rules. */
-  async summary(appId: string, fromDay: string, toDay: string, top: number): Promise<QualitySummaryRow[]> {
+  /**
+   * Per event name over [fromDay, toDay]: the counts and the `top` most broken rules, most
+   * rejected and flagged first, then by name; at most `limit` names after `after`. The rules are
+   * gathered for the page's names only, in one pass over the range's rule rows.
+   */
+  async summary(
+    appId: string,
+    fromDay: string,
+    toDay: string,
+    top: number,
+    after: QualityPosition | null,
+    limit: number,
+  ): Promise<QualitySummaryRow[]> {
     return (await this.db.query(
       `WITH q AS (
-         SELECT event_name, sum(accepted)::text AS accepted, sum(flagged)::text AS flagged,
-                sum(rejected)::text AS rejected
+         SELECT event_name, sum(accepted) AS accepted, sum(flagged) AS flagged, sum(rejected) AS rejected,
+                sum(rejected) + sum(flagged) AS score
            FROM plan_quality_daily WHERE app_id = $1 AND day BETWEEN $2::date AND $3::date
           GROUP BY event_name),
+       page AS (
+         SELECT * FROM q
+          WHERE $5::numeric IS NULL OR q.score < $5::numeric OR (q.score = $5::numeric AND q.event_name > $6)
+          ORDER BY q.score DESC, q.event_name LIMIT $7),
        r AS (
          SELECT event_name, field, rule, sum(violations)::int AS count,
                 row_number() OVER (PARTITION BY event_name ORDER BY sum(violations) DESC, field, rule) AS n
-           FROM plan_rule_daily WHERE app_id = $1 AND day BETWEEN $2::date AND $3::date
+           FROM plan_rule_daily
+          WHERE app_id = $1 AND day BETWEEN $2::date AND $3::date AND event_name IN (SELECT event_name FROM page)
           GROUP BY event_name, field, rule)
-       SELECT q.*, (SELECT json_agg(json_build_object('field', field, 'rule', rule, 'count', count) ORDER BY n)
-                      FROM r WHERE r.event_name = q.event_name AND r.n <= $4) AS rules
-         FROM q ORDER BY q.rejected::bigint + q.flagged::bigint DESC, q.event_name`,
-      [appId, fromDay, toDay, top],
+       SELECT p.event_name, p.accepted::text AS accepted, p.flagged::text AS flagged,
+              p.rejected::text AS rejected, p.score::text AS score,
+              json_agg(json_build_object('field', r.field, 'rule', r.rule, 'count', r.count) ORDER BY r.n)
+                FILTER (WHERE r.n IS NOT NULL) AS rules
+         FROM page p LEFT JOIN r ON r.event_name = p.event_name AND r.n <= $4
+        GROUP BY p.event_name, p.accepted, p.flagged, p.rejected, p.score
+        ORDER BY p.score DESC, p.event_name`,
+      [appId, fromDay, toDay, top, after?.score.toString() ?? null, after?.eventName ?? '', limit],
     )) as QualitySummaryRow[];
   }
 }

@@ -3,11 +3,37 @@ import { Interval } from '@nestjs/schedule';
 import { utcDateString } from '@app/common/time';
 import type { PlanGate } from './plan-gate';
 import type { PlannedEvent } from './plan.types';
-import { QualityRepository, QualityRow, RuleRow } from './quality.repository';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { cursorPosition, openCursor, signCursor } from '@app/common/reads/signed-cursor';
+import { QualityPosition, QualityRepository, QualityRow, RuleRow } from './quality.repository';
 
 /** How often an instance adds its data-quality counts to the database. */
 export const QUALITY_FLUSH_MS = 5_000;
 const TOP_RULES = 5;
+
+/** One page of the summary, and the cursor of the next one (null on the last page). */
+export interface QualityPage {
+  rows: EventQuality[];
+  nextCursor: string | null;
+}
+
+// A cursor's body: the last row's score (8 bytes) and its event name (at most 800 bytes of UTF-8).
+const SCORE_BYTES = 8;
+const MAX_CURSOR_BODY = SCORE_BYTES + 800;
+
+function encodePosition(secret: Buffer, binding: string, p: QualityPosition): string {
+  const name = Buffer.from(p.eventName, 'utf8');
+  const body = Buffer.alloc(SCORE_BYTES + name.length);
+  body.writeBigInt64BE(p.score, 0);
+  name.copy(body, SCORE_BYTES);
+  return signCursor(secret, binding, body);
+}
+
+function decodePosition(secret: Buffer, binding: string, token: string): QualityPosition | null {
+  const body = openCursor(secret, binding, token, MAX_CURSOR_BODY);
+  if (body === null || body.length < SCORE_BYTES) return null;
+  return { score: body.readBigInt64BE(0), eventName: body.subarray(SCORE_BYTES).toString('utf8') };
+}
 
 export interface EventQuality {
   eventName: string;
@@ -30,7 +56,10 @@ export class QualityService implements OnApplicationShutdown {
   private quality = new Map<string, Map<string, QualityRow>>();
   private rules = new Map<string, RuleRow>();
 
-  constructor(private readonly repository: QualityRepository) {}
+  constructor(
+    private readonly repository: QualityRepository,
+    private readonly secrets: CursorSecretRepository,
+  ) {}
 
   @Interval('plan-quality-flush', QUALITY_FLUSH_MS)
   async scheduledFlush(): Promise<void> {
@@ -81,17 +110,37 @@ export class QualityService implements OnApplicationShutdown {
     await this.repository.add(quality, rules);
   }
 
-  /** Per event name over [fromDay, toDay]: accepted, flagged and rejected events and the top rules broken. */
-  async summary(appId: string, fromDay: string, toDay: string): Promise<EventQuality[]> {
+  /**
+   * Per event name over [fromDay, toDay]: accepted, flagged and rejected events and the top rules
+   * broken; most rejected and flagged first, at most `limit` names a page. The cursor is bound to
+   * the app and the range.
+   */
+  async summary(
+    appId: string,
+    fromDay: string,
+    toDay: string,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<QualityPage> {
+    const binding = JSON.stringify(['plan-quality', appId, fromDay, toDay]);
+    const secret = await this.secrets.cursorSecret();
+    const after = cursorPosition(cursor, (token) => decodePosition(secret, binding, token));
     // This instance's latest counts first, so that a reader sees its own traffic at once.
     await this.flush();
-    const rows = await this.repository.summary(appId, fromDay, toDay, TOP_RULES);
-    return rows.map((r) => ({
+    const found = await this.repository.summary(appId, fromDay, toDay, TOP_RULES, after, limit + 1);
+    const page = found.slice(0, limit);
+    const last = page[page.length - 1];
+    const nextCursor =
+      found.length > limit
+        ? encodePosition(secret, binding, { score: BigInt(last.score), eventName: last.event_name })
+        : null;
+    const rows = page.map((r) => ({
       eventName: r.event_name,
       accepted: Number(r.accepted),
       flagged: Number(r.flagged),
       rejected: Number(r.rejected),
       topRules: r.rules ?? [],
     }));
+    return { rows, nextCursor };
   }
 }

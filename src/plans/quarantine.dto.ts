@@ -56,7 +56,9 @@ export class ReplayResultDto {
   duplicates!: number;
   @ApiProperty({
     type: 'integer',
-    description: 'Events that still break the plan; they stay in the quarantine.',
+    description:
+      'Events that still break the plan, or whose name the day has no room for ' +
+      '(INGEST_MAX_EVENT_NAMES_PER_DAY); they stay in the quarantine.',
   })
   stillRejected!: number;
 }

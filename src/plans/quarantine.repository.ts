@@ -99,9 +99,42 @@ function whereOf(
 export class QuarantineRepository {
   constructor(@InjectDataSource() private readonly db: DataSource) {}
 
-  /** Stores the rejected events of one request. */
-  async insert(appId: string, receivedAt: number, rejected: Rejection<QuarantineEvent>[]): Promise<void> {
-    if (!rejected.length) return;
+  /**
+   * Stores the rejected events of one request, as many as the app's UTC receive day still has
+   * room for under `maxPerDay`; returns how many were kept (the first ones of `rejected`). The
+   * room is claimed in the day's row, which stays locked until the events are in, so that
+   * concurrent requests of the app never keep more than the bound between them.
+   */
+  async insert(
+    appId: string,
+    receivedAt: number,
+    rejected: Rejection<QuarantineEvent>[],
+    maxPerDay: number,
+  ): Promise<number> {
+    if (!rejected.length) return 0;
+    return this.db.transaction(async (manager) => {
+      const [claim] = (await manager.query(
+        `INSERT INTO quarantine_days AS d (app_id, day, kept, last_taken)
+         VALUES ($1, (to_timestamp($2::float8 / 1000) AT TIME ZONE 'UTC')::date,
+                 LEAST($3::bigint, $4::bigint), LEAST($3::bigint, $4::bigint)::int)
+         ON CONFLICT (app_id, day) DO UPDATE
+           SET kept = LEAST(d.kept + $3::bigint, GREATEST(d.kept, $4::bigint)),
+               last_taken = (LEAST(d.kept + $3::bigint, GREATEST(d.kept, $4::bigint)) - d.kept)::int
+         RETURNING last_taken`,
+        [appId, receivedAt, rejected.length, maxPerDay],
+      )) as { last_taken: number }[];
+      const taken = claim.last_taken;
+      if (taken > 0) await this.insertRows(manager, appId, receivedAt, rejected.slice(0, taken));
+      return taken;
+    });
+  }
+
+  private async insertRows(
+    manager: EntityManager,
+    appId: string,
+    receivedAt: number,
+    rejected: Rejection<QuarantineEvent>[],
+  ): Promise<void> {
     const rows = rejected.map(({ event: e, code, violations }) => ({
       ts: e.ts,
       event_time: e.eventTime,
@@ -122,7 +155,7 @@ export class QuarantineRepository {
       code,
       violations,
     }));
-    await this.db.query(
+    await manager.query(
       `INSERT INTO quarantine (app_id, received_at, ts, event_time, event_name, event_id, anonymous_user_id,
                                session_id, is_test_mode, platform, app_version, build_number, os_version,
                                device_model, locale, timezone, float_value, payload_json, code, violations)
@@ -136,6 +169,11 @@ export class QuarantineRepository {
               float_value float8, payload json, code text, violations jsonb)`,
       [appId, receivedAt, JSON.stringify(rows)],
     );
+  }
+
+  /** Forgets the per-day counts of days before `day` (`YYYY-MM-DD`), whose partitions are gone. */
+  async forgetDaysBefore(day: string): Promise<void> {
+    await this.db.query(`DELETE FROM quarantine_days WHERE day < $1::date`, [day]);
   }
 
   /** One page of an app's quarantine, newest first by (received_at, id), strictly after `after`. */

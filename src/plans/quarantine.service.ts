@@ -104,6 +104,7 @@ export class QuarantineService implements OnApplicationBootstrap {
         dropped.push(p.name);
       }
     }
+    await this.quarantine.forgetDaysBefore(cutoff);
     return { dropped };
   }
 }

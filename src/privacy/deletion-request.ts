@@ -1,6 +1,7 @@
 import { AppError, FieldError } from '@app/common/app-error';
 import { normaliseAppId, UUID } from '@app/common/ids';
 import { EVENT_LIMITS } from '@app/ingest/ingest.limits';
+import { hasControlCharacter } from '@app/common/control-characters';
 
 export const MAX_USERS_PER_DELETION = 1_000;
 
@@ -47,6 +48,9 @@ function checkUserIds(value: unknown, errors: FieldError[]): string[] {
         code: 'invalid_value',
         message: `Each id is 1 to ${EVENT_LIMITS.identifierMax} characters.`,
       });
+    } else if (hasControlCharacter(id)) {
+      // Ingest never stores one in a user id, and PostgreSQL refuses NUL in text.
+      errors.push({ field, code: 'invalid_value', message: 'An id must not contain control characters.' });
     } else {
       ids.add(id);
     }

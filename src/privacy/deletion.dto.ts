@@ -1,4 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { NO_CONTROL_CHARACTERS_PATTERN } from '@app/common/control-characters';
+import { CursorParam, LimitParam } from '@app/common/reads/page-params';
 import { AppIdParam } from '@app/common/reads/query-params';
 import type { DeletionView } from './deletions.service';
 
@@ -9,10 +11,11 @@ export class CreateDeletionDto {
 
   @ApiProperty({
     type: 'array',
-    items: { type: 'string', minLength: 1, maxLength: 200 },
+    items: { type: 'string', minLength: 1, maxLength: 200, pattern: NO_CONTROL_CHARACTERS_PATTERN },
     minItems: 1,
     maxItems: 1000,
-    description: 'The users to erase, as sent in events (`anonymousUserId`); 1 to 1,000.',
+    description:
+      'The users to erase, as sent in events (`anonymousUserId`); 1 to 1,000, without control characters.',
   })
   anonymousUserIds!: string[];
 
@@ -26,6 +29,12 @@ export class CreateDeletionDto {
 export class ListDeletionsQueryDto {
   @AppIdParam()
   appId!: string;
+
+  @LimitParam()
+  limit?: number;
+
+  @CursorParam()
+  cursor?: string;
 }
 
 const STATUSES = ['pending', 'running', 'done', 'failed'];

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { ADVISORY_LOCKS } from '@app/database/advisory-locks';
 import type { AuditActor } from '@app/audit/audit.types';
+import { microsLiteral } from '@app/common/reads/cursor';
 
 export type DeletionStatus = 'pending' | 'running' | 'done' | 'failed';
 
@@ -24,6 +25,14 @@ export interface DeletionRow {
   createdAt: number;
   startedAt: number | null;
   finishedAt: number | null;
+  /** Epoch microseconds as a decimal string, for the listing's cursor (listForApp only). */
+  createdUs?: string;
+}
+
+/** Where a page of an app's deletions ended: the last one's creation time (epoch µs) and id. */
+export interface DeletionPosition {
+  createdUs: bigint;
+  id: string;
 }
 
 export interface NewDeletion {
@@ -71,11 +80,18 @@ export class DeletionRepository {
     return rows[0] ?? null;
   }
 
-  /** An app's deletions, newest first. */
-  async listForApp(appId: string, limit: number): Promise<DeletionRow[]> {
+  /** An app's deletions, newest first by (created_at, id), strictly after `after`. */
+  async listForApp(appId: string, after: DeletionPosition | null, limit: number): Promise<DeletionRow[]> {
+    const params: unknown[] = [appId, limit];
+    let where = 'app_id = $1';
+    if (after !== null) {
+      params.push(microsLiteral(after.createdUs), after.id);
+      where += ' AND (created_at, id) < ($3::timestamptz, $4::uuid)';
+    }
     return (await this.db.query(
-      `SELECT ${COLUMNS} FROM deletions WHERE app_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2`,
-      [appId, limit],
+      `SELECT ${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::bigint::text AS "createdUs"
+         FROM deletions WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT $2`,
+      params,
     )) as DeletionRow[];
   }
 

@@ -3,6 +3,8 @@ import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiResponse, ApiTags
 import type { Request, Response } from 'express';
 import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
+import { DEFAULT_LIMIT } from '@app/common/reads/page-params';
+import { setNextPageHeaders } from '@app/common/reads/next-page';
 import { ReadEndpoint } from '@app/auth/read-endpoint.decorator';
 import { requestKey } from '@app/auth/authenticated-request';
 import { appForbidden } from '@app/auth/auth-errors';
@@ -58,13 +60,22 @@ export class DeletionsController {
   @ApiOperation({
     summary: 'List the deletions of an app',
     description:
-      'Needs an API key with the scope `privacy:write` and access to `appId`. Newest first, at most 100.',
+      'Needs an API key with the scope `privacy:write` and access to `appId`. Newest first, at most ' +
+      '`limit` (default 100); `Link` and `X-Next-Cursor` name the next page.',
   })
   @ApiOkResponse({ type: DeletionRecordDto, isArray: true, headers: RATE_LIMIT_HEADERS })
-  @ApiProblemResponse(400, 'Invalid query parameters (`invalid_query`, with `errors`).')
+  @ApiProblemResponse(
+    400,
+    'Invalid query parameters (`invalid_query`, with `errors`) or a tampered `cursor` (`invalid_cursor`).',
+  )
   @ReadEndpoint(SCOPE)
-  list(@Query(QueryValidationPipe) query: ListDeletionsQueryDto): Promise<DeletionView[]> {
-    return this.deletions.list(query.appId);
+  async list(
+    @Query(QueryValidationPipe) query: ListDeletionsQueryDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<DeletionView[]> {
+    const page = await this.deletions.list(query.appId, query.cursor, query.limit ?? DEFAULT_LIMIT);
+    setNextPageHeaders(res, '/api/v1/deletions', query, page.nextCursor);
+    return page.deletions;
   }
 
   @Get(':id')

@@ -5,7 +5,9 @@ import { normaliseAppId, UUID } from '@app/common/ids';
 import { AppsService } from '@app/auth/apps.service';
 import { AuditService } from '@app/audit/audit.service';
 import type { AuditActor } from '@app/audit/audit.types';
-import { DeletionRepository, DeletionRow, DeletionStatus } from './deletion.repository';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { cursorPosition, openCursor, signCursor } from '@app/common/reads/signed-cursor';
+import { DeletionPosition, DeletionRepository, DeletionRow, DeletionStatus } from './deletion.repository';
 import type { DeletionRequest } from './deletion-request';
 import { PrivacyMetrics } from './privacy.metrics';
 import { SuppressionsService } from './suppressions.service';
@@ -17,8 +19,29 @@ import { SuppressionsService } from './suppressions.service';
  */
 export const SUPPRESSION_SETTLE_MS = 1_000;
 
-/** GET /api/v1/deletions lists at most this many, newest first. */
-export const DELETIONS_LISTED = 100;
+/** One page of an app's deletions, and the cursor of the next one (null on the last page). */
+export interface DeletionPage {
+  deletions: DeletionView[];
+  nextCursor: string | null;
+}
+
+// A cursor's body: the last deletion's creation time (epoch µs, 8 bytes) and its id (16 bytes).
+const POSITION_BYTES = 8 + 16;
+
+function encodePosition(secret: Buffer, binding: string, p: DeletionPosition): string {
+  const body = Buffer.alloc(POSITION_BYTES);
+  body.writeBigInt64BE(p.createdUs, 0);
+  Buffer.from(p.id.replace(/-/g, ''), 'hex').copy(body, 8);
+  return signCursor(secret, binding, body);
+}
+
+function decodePosition(secret: Buffer, binding: string, token: string): DeletionPosition | null {
+  const body = openCursor(secret, binding, token, POSITION_BYTES);
+  if (body === null || body.length !== POSITION_BYTES) return null;
+  const hex = body.subarray(8).toString('hex');
+  const id = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return { createdUs: body.readBigInt64BE(0), id };
+}
 
 /** A deletion as the API and the CLI show it: counts only, never a user id. */
 export interface DeletionView {
@@ -58,6 +81,7 @@ export class DeletionsService {
     private readonly suppressions: SuppressionsService,
     private readonly apps: AppsService,
     private readonly audit: AuditService,
+    private readonly secrets: CursorSecretRepository,
     @Optional() private readonly metrics?: PrivacyMetrics,
   ) {}
 
@@ -106,8 +130,19 @@ export class DeletionsService {
     return deletionView(row);
   }
 
-  async list(appId: string): Promise<DeletionView[]> {
-    const rows = await this.deletions.listForApp(normaliseAppId(appId), DELETIONS_LISTED);
-    return rows.map(deletionView);
+  /** An app's deletions, newest first, `limit` a page; the cursor is bound to the app. */
+  async list(appId: string, cursor: string | undefined, limit: number): Promise<DeletionPage> {
+    const app = normaliseAppId(appId);
+    const binding = JSON.stringify(['deletions', app]);
+    const secret = await this.secrets.cursorSecret();
+    const after = cursorPosition(cursor, (token) => decodePosition(secret, binding, token));
+    const rows = await this.deletions.listForApp(app, after, limit + 1);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    const nextCursor =
+      rows.length > limit
+        ? encodePosition(secret, binding, { createdUs: BigInt(last.createdUs!), id: last.id })
+        : null;
+    return { deletions: page.map(deletionView), nextCursor };
   }
 }

@@ -1,3 +1,4 @@
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 import type { DataSource } from 'typeorm';
 import type { AppsService } from '@app/auth/apps.service';
 import type { AuditService } from '@app/audit/audit.service';
@@ -38,7 +39,13 @@ export function buildCliPrivacy(
     new UserSuppressions(),
     audit,
   );
-  const deletions = new DeletionsService(deletionRepo, suppressions, apps, audit);
+  const deletions = new DeletionsService(
+    deletionRepo,
+    suppressions,
+    apps,
+    audit,
+    new CursorSecretRepository(db),
+  );
   const steps = [
     new EventsErasureStep(new PartitionRepository(db), new EventErasureRepository(db)),
     new QuarantineErasureStep(new QuarantineRepository(db)),

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '@app/auth/auth.module';
 import { MetricsModule } from '@app/common/metrics/metrics.module';
+import { ReadsModule } from '@app/common/reads/reads.module';
 import { RateLimitModule } from '@app/common/rate-limit/rate-limit.module';
 import { UserSuppressionsModule } from '@app/common/suppressions/user-suppressions.module';
 import { RollupsModule } from '@app/rollups/rollups.module';
@@ -23,6 +24,7 @@ import { SuppressionsService } from './suppressions.service';
  */
 @Module({
   imports: [
+    ReadsModule,
     AuthModule,
     RateLimitModule,
     MetricsModule,

@@ -9,10 +9,10 @@ import { RollupsScheduler } from './rollups.scheduler';
 import { RollupsService } from './rollups.service';
 import { RezoneRepository } from './rezone.repository';
 import { RezoneService } from './rezone.service';
-import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { ReadsModule } from '@app/common/reads/reads.module';
 
 @Module({
-  imports: [AuthModule, RateLimitModule, MetricsModule],
+  imports: [ReadsModule, AuthModule, RateLimitModule, MetricsModule],
   controllers: [RollupsController],
   providers: [
     RollupRepository,
@@ -21,7 +21,6 @@ import { CursorSecretRepository } from '@app/common/reads/cursor-secret.reposito
     RezoneService,
     RollupsService,
     RollupsScheduler,
-    CursorSecretRepository,
   ],
   exports: [RollupsService],
 })

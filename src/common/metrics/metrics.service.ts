@@ -88,6 +88,11 @@ export class MetricsService {
     labelNames: ['code'] as const,
     registers: [this.registry],
   });
+  private readonly quarantineDropped = new Counter({
+    name: 'tally_quarantine_dropped_total',
+    help: 'Events a tracking plan rejected that the quarantine did not keep: the app-day had reached QUARANTINE_MAX_EVENTS_PER_DAY.',
+    registers: [this.registry],
+  });
   private readonly ingestWrites = new Histogram({
     name: 'tally_ingest_write_batches',
     help: 'Requests whose events were written by one ingest statement (group commit).',
@@ -234,6 +239,11 @@ export class MetricsService {
   /** The tracking-plan violations of one ingest request, by code. */
   recordPlanViolations(byCode: Record<string, number>): void {
     for (const [code, n] of Object.entries(byCode)) if (n > 0) this.planViolations.inc({ code }, n);
+  }
+
+  /** Rejected events the quarantine had no room for (QUARANTINE_MAX_EVENTS_PER_DAY). */
+  recordQuarantineDropped(n: number): void {
+    if (n > 0) this.quarantineDropped.inc(n);
   }
 
   /** One committed ingest statement: how many requests and events it carried. */

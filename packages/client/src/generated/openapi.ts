@@ -277,7 +277,7 @@ export interface paths {
         };
         /**
          * List the deletions of an app
-         * @description Needs an API key with the scope `privacy:write` and access to `appId`. Newest first, at most 100.
+         * @description Needs an API key with the scope `privacy:write` and access to `appId`. Newest first, at most `limit` (default 100); `Link` and `X-Next-Cursor` name the next page.
          */
         get: operations["DeletionsController_list"];
         put?: never;
@@ -452,7 +452,7 @@ export interface components {
              * @description What was changed or ignored; the event was kept.
              * @enum {string}
              */
-            code: "ignored_field" | "invalid_format" | "null_value_dropped" | "unlinked" | "pii_redacted" | "pii_pseudonymised" | "clock_skew_corrected" | "future_time_clamped" | "schema_violation" | "unplanned_event";
+            code: "ignored_field" | "invalid_format" | "null_value_dropped" | "unlinked" | "pii_redacted" | "pii_pseudonymised" | "clock_skew_corrected" | "future_time_clamped" | "schema_violation" | "unplanned_event" | "quarantine_full";
         };
         IngestResultDto: {
             /** @description Events in the batch: accepted + duplicates + rejected. */
@@ -473,7 +473,7 @@ export interface components {
             serverTime: number;
             /** @description Per-event errors, at most INGEST_MAX_ERRORS_LISTED (default 100) entries in batch order; `errorCounts` counts them all. */
             errors: components["schemas"]["EventErrorDto"][];
-            /** @description Per-event warnings of accepted events, at most INGEST_MAX_ERRORS_LISTED (default 100) entries; `warningCounts` counts them all. */
+            /** @description Per-event warnings of accepted events (and `quarantine_full` of events a tracking plan rejected), at most INGEST_MAX_ERRORS_LISTED (default 100) entries; `warningCounts` counts them all. */
             warnings: components["schemas"]["EventWarningDto"][];
             /**
              * @description Errors of the whole batch by code, including those past the listed ones. A code that did not occur is absent.
@@ -514,6 +514,7 @@ export interface components {
                 future_time_clamped?: number;
                 schema_violation?: number;
                 unplanned_event?: number;
+                quarantine_full?: number;
             };
         };
         EventDefinitionDto: {
@@ -618,7 +619,7 @@ export interface components {
             replayed: number;
             /** @description Events already stored (same eventId in the dedup window); removed from the quarantine. */
             duplicates: number;
-            /** @description Events that still break the plan; they stay in the quarantine. */
+            /** @description Events that still break the plan, or whose name the day has no room for (INGEST_MAX_EVENT_NAMES_PER_DAY); they stay in the quarantine. */
             stillRejected: number;
         };
         EventRecordDto: {
@@ -688,7 +689,7 @@ export interface components {
              * @description The app whose users are erased.
              */
             appId: string;
-            /** @description The users to erase, as sent in events (`anonymousUserId`); 1 to 1,000. */
+            /** @description The users to erase, as sent in events (`anonymousUserId`); 1 to 1,000, without control characters. */
             anonymousUserIds: string[];
             /**
              * @description Also refuse the users’ future events (`user_suppressed`) from the 202 on.
@@ -1119,6 +1120,9 @@ export interface operations {
                 fromDate?: string;
                 /** @description Last UTC day, inclusive. Default: today (UTC). */
                 toDate?: string;
+                limit?: number;
+                /** @description The X-Next-Cursor of the previous page. */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -1126,6 +1130,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description Most rejected and flagged first, then by event name; at most `limit` names. `Link` and `X-Next-Cursor` name the next page. */
             200: {
                 headers: {
                     /** @description Requests allowed per window. */
@@ -1140,7 +1145,7 @@ export interface operations {
                     "application/json": components["schemas"]["EventQualityDto"][];
                 };
             };
-            /** @description Invalid query parameters (`invalid_query`, with `errors`). */
+            /** @description Invalid query parameters (`invalid_query`, with `errors`) or a tampered `cursor` (`invalid_cursor`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1957,6 +1962,9 @@ export interface operations {
             query: {
                 /** @description The app to read. */
                 appId: string;
+                limit?: number;
+                /** @description The X-Next-Cursor of the previous page. */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -1978,7 +1986,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeletionRecordDto"][];
                 };
             };
-            /** @description Invalid query parameters (`invalid_query`, with `errors`). */
+            /** @description Invalid query parameters (`invalid_query`, with `errors`) or a tampered `cursor` (`invalid_cursor`). */
             400: {
                 headers: {
                     [name: string]: unknown;
