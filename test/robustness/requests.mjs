@@ -123,6 +123,103 @@ const anyValue = fc.letrec((tie) => ({
   ),
 })).value;
 
+// ---- hostile bodies of the endpoints that store what a tenant says ------------------------------
+
+/** A schema nested `depth` levels through `properties`. */
+function nested(depth) {
+  let schema = { type: 'string' };
+  for (let i = 0; i < depth; i++) schema = { type: 'object', properties: { a: schema } };
+  return schema;
+}
+
+/** `events` definitions whose 11 properties each have a pattern that backtracking engines choke on. */
+function patternPlan(events) {
+  const properties = Object.fromEntries(
+    Array.from({ length: 11 }, (_, i) => [`p${i}`, { type: 'string', pattern: '^(a|b|c){1,25}x$' }]),
+  );
+  return {
+    mode: 'enforce',
+    events: Object.fromEntries(
+      Array.from({ length: events }, (_, i) => [`E${i}`, { payload: { properties } }]),
+    ),
+  };
+}
+
+const HOSTILE_PLANS = [
+  { mode: 'enforce', events: { Robust: { payload: { $ref: '#' } } } },
+  {
+    mode: 'flag',
+    events: {
+      Robust: {
+        payload: { $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } }, $ref: '#/$defs/a' },
+      },
+    },
+  },
+  { mode: 'flag', events: { Robust: { payload: { $ref: 'https://example.invalid/schema.json' } } } },
+  { mode: 'flag', events: { Robust: { payload: nested(40) } } },
+  { mode: 'flag', events: { Robust: { payload: nested(1500) } } },
+  { mode: 'flag', events: { Robust: { description: 'nul\u0000inside' } } },
+  { mode: 'flag', events: { 'Nul\u0000name': {} } },
+  { mode: 'flag', events: { Robust: { payload: { properties: { 'k\u0000ey': { type: 'string' } } } } } },
+  { mode: 'flag', events: { Robust: { payload: { type: 'string', pattern: 'a'.repeat(5000) } } } },
+  { mode: 'flag', events: { Robust: { payload: { type: 'string', pattern: '(a)\\1' } } } },
+  patternPlan(20),
+];
+
+/** Hostile bodies by operation (`METHOD route`), mixed in with the schema's own. */
+const HOSTILE_BODIES = {
+  // Events of the names the hostile plans define, so that a stored plan is applied to them.
+  'POST /api/ingest': [
+    JSON.stringify({
+      events: [
+        { eventName: 'Robust', payload: { a: 'x' } },
+        { eventName: 'E0', payload: { p0: 'ab'.repeat(30) } },
+      ],
+    }),
+  ],
+  'PUT /api/v1/plan': HOSTILE_PLANS.map((plan) => JSON.stringify(plan)),
+  'POST /api/v1/plan/check': HOSTILE_PLANS.map((plan) =>
+    JSON.stringify({ events: [{ eventName: 'Robust', payload: { a: 'x' } }], plan }),
+  ),
+  'POST /api/v1/deletions': ['a\u0000b', 'line\nbreak', '\u0085', '\ud800'].map((id) =>
+    JSON.stringify({ appId: '__app__', anonymousUserIds: [id] }),
+  ),
+  'POST /api/v1/quarantine/replay': ['a\u0000b', '\u0001', ''].map((eventName) =>
+    JSON.stringify({ eventName }),
+  ),
+};
+
+/**
+ * The hostile plans in turn, each stored (If-Match: *) and then applied: an ingest batch and a
+ * dry run of its events, in this order, so that a plan that compiles but breaks the validator at
+ * run time is met by the events it applies to. Sent before the generated cases.
+ */
+export function hostileSequence(tenant) {
+  const api = { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' };
+  const ingest = { authorization: `Bearer ${tenant.ingestKey}`, 'content-type': 'application/json' };
+  const q = `appId=${tenant.appId}`;
+  return HOSTILE_PLANS.flatMap((plan) => [
+    {
+      method: 'PUT',
+      path: `/api/v1/plan?${q}`,
+      headers: { ...api, 'if-match': '*' },
+      body: JSON.stringify(plan),
+    },
+    ...HOSTILE_BODIES['POST /api/ingest'].map((body) => ({
+      method: 'POST',
+      path: '/api/ingest',
+      headers: ingest,
+      body,
+    })),
+    {
+      method: 'POST',
+      path: `/api/v1/plan/check?${q}`,
+      headers: api,
+      body: JSON.stringify({ events: [{ eventName: 'Robust', payload: { a: 'x' } }] }),
+    },
+  ]);
+}
+
 // ---- values from the schema -------------------------------------------------------------------
 
 function resolve(doc, schema) {
@@ -246,6 +343,8 @@ function queryValue(doc, schema) {
 
 const RAW_QUERY = fc.constantFrom(...RAW_QUERY_FRAGMENTS);
 
+const takesIfMatch = (op) => (op.parameters ?? []).some((p) => p.in === 'header' && p.name === 'If-Match');
+
 /**
  * One generated request per call of the arbitrary: `{ method, path, query, headers, body }`, for
  * every operation of the document.
@@ -281,8 +380,12 @@ export function requestArbitrary(doc, tenant) {
         { maxLength: 6 },
       );
       const bodySchema = op.requestBody?.content?.['application/json']?.schema;
+      const hostile = (HOSTILE_BODIES[`${method.toUpperCase()} ${route}`] ?? []).map((b) =>
+        b.replace('__app__', tenant.appId),
+      );
       const bodyArb = bodySchema
         ? fc.oneof(
+            ...(hostile.length ? [{ weight: 8, arbitrary: fc.constantFrom(...hostile) }] : []),
             { weight: 10, arbitrary: mutated(doc, bodySchema).map(toJson) },
             { weight: 1, arbitrary: anyValue.map(toJson) },
             {
@@ -308,6 +411,9 @@ export function requestArbitrary(doc, tenant) {
           body: bodyArb,
           auth: authArb,
           gzip: fc.boolean(),
+          ifMatch: takesIfMatch(op)
+            ? fc.constantFrom('*', '*', '*', '"0"', '"999"', 'W/"x"', undefined)
+            : fc.constant(undefined),
           contentType: fc.oneof(
             { weight: 10, arbitrary: fc.constant('application/json') },
             {
@@ -320,7 +426,7 @@ export function requestArbitrary(doc, tenant) {
             },
           ),
         })
-        .map(({ params, body, auth, gzip, contentType }) => {
+        .map(({ params, body, auth, gzip, ifMatch, contentType }) => {
           const query = params
             // Sent raw (possibly bad percent-encoding) when printable ASCII; encoded otherwise.
             .map(
@@ -331,6 +437,7 @@ export function requestArbitrary(doc, tenant) {
           const headers = {};
           if (auth.length) headers.authorization = auth.length === 1 ? auth[0] : auth;
           if (gzip) headers['accept-encoding'] = 'gzip';
+          if (ifMatch !== undefined) headers['if-match'] = ifMatch;
           if (body !== undefined) headers['content-type'] = contentType;
           return { method: method.toUpperCase(), path: query ? `${route}?${query}` : route, headers, body };
         });

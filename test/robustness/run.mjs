@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { makeCliTenant } from '../support/cli-tenant.js';
-import { OPENAPI_FILE, requestArbitrary } from './requests.mjs';
+import { hostileSequence, OPENAPI_FILE, requestArbitrary } from './requests.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -89,6 +89,39 @@ export async function runRobustness({
   let readinessUnavailable = 0;
   let malformed = 0;
   const started = process.hrtime.bigint();
+  /** Sends one request and files its answer; a kept-alive connection closed under it is retried once. */
+  const sendAndFile = async (req) => {
+    let res = await send(agent, baseUrl, req);
+    // A kept-alive connection the server closed as the request left (its keep-alive timeout on a
+    // starved machine) is a client-side race, not an answer: retry once on a new connection.
+    if (res.status === 0) res = await send(false, baseUrl, req);
+    byStatus[res.status] = (byStatus[res.status] ?? 0) + 1;
+    const op = `${req.method} ${req.path.split('?')[0]}`;
+    byOperation[op] = (byOperation[op] ?? 0) + 1;
+    // /readyz answers 503 by design while its database check is slower than its bound.
+    const notReady = res.status === 503 && req.path.startsWith('/readyz');
+    if (notReady) readinessUnavailable++;
+    const bad = (res.status >= 500 && !notReady) || res.status === 0 || malformedProblem(res);
+    if (res.status >= 500 && !notReady) serverErrors++;
+    else if (res.status === 0) transportErrors++;
+    else if (bad) malformed++;
+    if (bad && failures.length < 20) {
+      log(
+        `robustness: ${res.status || res.error} for ${req.method} ${req.path.slice(0, 200)}: ${res.body?.toString('utf8').slice(0, 300)}`,
+      );
+      failures.push({
+        status: res.status,
+        error: res.error,
+        method: req.method,
+        path: req.path.slice(0, 300),
+        headers: req.headers,
+        body: req.body?.slice(0, 300),
+        answer: res.body?.toString('utf8').slice(0, 300),
+      });
+    }
+  };
+  // The hostile plans first, each stored and then applied, one request at a time.
+  if (from === 0) for (const req of hostileSequence(tenant)) await sendAndFile(req);
   const CHUNK = 1000;
   // `from` skips whole chunks, to replay the cases of a long run from a given point.
   for (let done = from; done < from + cases; done += CHUNK) {
@@ -99,38 +132,7 @@ export async function runRobustness({
     let next = 0;
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
-        while (next < requests.length) {
-          const req = requests[next++];
-          let res = await send(agent, baseUrl, req);
-          // A kept-alive connection the server closed as the request left (its keep-alive
-          // timeout on a starved machine) is a client-side race, not an answer: retry once
-          // on a new connection.
-          if (res.status === 0) res = await send(false, baseUrl, req);
-          byStatus[res.status] = (byStatus[res.status] ?? 0) + 1;
-          const op = `${req.method} ${req.path.split('?')[0]}`;
-          byOperation[op] = (byOperation[op] ?? 0) + 1;
-          // /readyz answers 503 by design while its database check is slower than its bound.
-          const notReady = res.status === 503 && req.path.startsWith('/readyz');
-          if (notReady) readinessUnavailable++;
-          const bad = (res.status >= 500 && !notReady) || res.status === 0 || malformedProblem(res);
-          if (res.status >= 500 && !notReady) serverErrors++;
-          else if (res.status === 0) transportErrors++;
-          else if (bad) malformed++;
-          if (bad && failures.length < 20) {
-            log(
-              `robustness: ${res.status || res.error} for ${req.method} ${req.path.slice(0, 200)}: ${res.body?.toString('utf8').slice(0, 300)}`,
-            );
-            failures.push({
-              status: res.status,
-              error: res.error,
-              method: req.method,
-              path: req.path.slice(0, 300),
-              headers: req.headers,
-              body: req.body?.slice(0, 300),
-              answer: res.body?.toString('utf8').slice(0, 300),
-            });
-          }
-        }
+        while (next < requests.length) await sendAndFile(requests[next++]);
       }),
     );
     if ((done + CHUNK) % 10_000 === 0) log(`robustness: ${done + CHUNK} cases, ${serverErrors} 5xx`);
@@ -153,9 +155,19 @@ export async function runRobustness({
   };
 }
 
-/** An app with an ingest key and a read key, made with the admin CLI as an operator would. */
+// Every scope, so that the bodies of plans, deletions and the quarantine replay are reached too.
+const ALL_SCOPES = [
+  'events:read',
+  'rollups:read',
+  'events:export',
+  'privacy:write',
+  'plans:read',
+  'plans:write',
+];
+
+/** An app with an ingest key and an API key of every scope, made with the admin CLI as an operator would. */
 export function makeRobustnessTenant(cli, dist, url) {
-  return makeCliTenant((args) => cli(dist, url, args), `robustness-${Date.now().toString(36)}`);
+  return makeCliTenant((args) => cli(dist, url, args), `robustness-${Date.now().toString(36)}`, ALL_SCOPES);
 }
 
 // ---- standalone (CI) --------------------------------------------------------------------------

@@ -4,8 +4,9 @@ export interface CliTenant {
   apiKey: string;
   apiKeyId: string;
 }
-/** An app with a live ingest key and an API key with both read scopes, made through the admin CLI. */
+/** An app with a live ingest key and an API key with `scopes` (both read scopes by default), made through the admin CLI. */
 export function makeCliTenant(
   run: (args: string[]) => Promise<Record<string, string>>,
   name: string,
+  scopes?: string[],
 ): Promise<CliTenant>;

@@ -2,16 +2,17 @@
 // of test/ and bench/ (ESM, which import CommonJS named exports). Types are in cli-tenant.d.ts.
 'use strict';
 
-const READ_SCOPES = ['--scope', 'events:read', '--scope', 'rollups:read'];
+const READ_SCOPES = ['events:read', 'rollups:read'];
 
 /**
- * An app named `name` with a live ingest key and an API key (and its id) that has both read
- * scopes. `run(args)` runs one admin command and resolves with the JSON document it printed.
+ * An app named `name` with a live ingest key and an API key (and its id) that has `scopes` (both
+ * read scopes by default). `run(args)` runs one admin command and resolves with the JSON document
+ * it printed.
  */
-async function makeCliTenant(run, name) {
+async function makeCliTenant(run, name, scopes = READ_SCOPES) {
   const app = await run(['apps', 'create', '--name', name]);
   const ingest = await run(['keys', 'create-ingest', '--app', app.id]);
-  const api = await run(['keys', 'create-api', '--app', app.id, ...READ_SCOPES]);
+  const api = await run(['keys', 'create-api', '--app', app.id, ...scopes.flatMap((s) => ['--scope', s])]);
   return { appId: app.id, ingestKey: ingest.key, apiKey: api.key, apiKeyId: api.id };
 }
 
