@@ -1,4 +1,4 @@
-// Tenant isolation under a hostile ingest key: `npm run bench -- --isolation [--quick]`.
+// Tenant isolation under hostile tenants: `npm run bench -- --isolation [--quick]`.
 //
 // A victim app works at a steady pace, as a service does: a 100-event batch every 50 ms on one
 // connection and a page of its events every 100 ms on another. It does so alone, then while an
@@ -21,10 +21,12 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import { ROOT } from '../lib/common.mjs';
+import * as attackers from './isolation-attackers.mjs';
 
-const ATTACK_CONNECTIONS = 4;
 const VICTIM_INGEST_EVERY_MS = 50;
 const VICTIM_READ_EVERY_MS = 100;
+// The export horizon of the benchmark's server: the large events are exportable this soon.
+const EXPORT_SETTLE_MS = 1000;
 
 function percentile(values, p) {
   if (!values.length) return null;
@@ -81,13 +83,12 @@ const victimBatch = (n) =>
   JSON.stringify({ events: Array.from({ length: n }, (_, i) => ({ eventName: `Victim.${i % 5}` })) });
 
 /** 1,000 events that are all rejected (a nested payload object), about 946 KB. */
-function attackBody() {
-  const event = { eventName: 'Attack', payload: { nested: { text: 'y'.repeat(900) } } };
-  return Buffer.from(JSON.stringify({ events: Array.from({ length: 1000 }, () => event) }));
-}
-
-async function phase({ baseUrl, victim, attacker, seconds, honourRetryAfter = true }) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 2 + ATTACK_CONNECTIONS });
+/**
+ * One measured phase: the victim alone, or beside `attack` (an attacker of
+ * isolation-attackers.mjs with its prepared `state`) on its own connections.
+ */
+async function phase({ baseUrl, victim, attack, seconds, honourRetryAfter = true }) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 2 + (attack?.attacker.connections ?? 0) });
   const deadline = performance.now() + seconds * 1000;
   const ingestMs = [];
   const readMs = [];
@@ -112,23 +113,15 @@ async function phase({ baseUrl, victim, attacker, seconds, honourRetryAfter = tr
       { everyMs: VICTIM_READ_EVERY_MS },
     ),
   ];
-  const attack = [];
-  if (attacker) {
-    const payload = attackBody();
-    const headers = { authorization: `Bearer ${attacker.ingestKey}`, 'content-type': 'application/json' };
-    for (let i = 0; i < ATTACK_CONNECTIONS; i++) {
-      attack.push(
-        loop(
-          deadline,
-          () => send(agent, `${baseUrl}/api/ingest`, { method: 'POST', headers, body: payload }),
-          200,
-          [],
-          { honourRetryAfter },
-        ),
-      );
-    }
+  const attacks = [];
+  for (let i = 0; i < (attack?.attacker.connections ?? 0); i++) {
+    const step = () => {
+      const { path: route, ...req } = attack.attacker.request(attack.state);
+      return send(agent, `${baseUrl}${route}`, req);
+    };
+    attacks.push(loop(deadline, step, 200, [], { honourRetryAfter }));
   }
-  const [ingestStatuses, readStatuses, ...attackStatuses] = await Promise.all([...work, ...attack]);
+  const [ingestStatuses, readStatuses, ...attackStatuses] = await Promise.all([...work, ...attacks]);
   agent.destroy();
   const attackerAnswers = {};
   for (const s of attackStatuses)
@@ -136,7 +129,7 @@ async function phase({ baseUrl, victim, attacker, seconds, honourRetryAfter = tr
   return {
     ingest: { ...summary(ingestMs), statuses: ingestStatuses },
     read: { ...summary(readMs), statuses: readStatuses },
-    ...(attacker ? { attackerAnswers } : {}),
+    ...(attack ? { attackerAnswers } : {}),
   };
 }
 
@@ -190,41 +183,72 @@ const DEFAULT_LIMITS = {
   AUTH_FAILURE_LIMIT: '20',
 };
 
-async function serverRuns({ dist, url, seconds, log, budget }) {
+/** The tenants beside the CPU budget's own attacker, each measured in a phase of its own. */
+function moreAttackers(quick) {
+  return {
+    planUploads: attackers.planUploads,
+    largeExports: attackers.largeExports(quick ? 1000 : 5000),
+    quarantineFlood: attackers.quarantineFlood,
+  };
+}
+
+async function serverRuns({ dist, url, seconds, log, budget, quick }) {
   const { cli, startServer } = await import('../lib/processes.mjs');
   // startServer lifts the budget out of reach for the capacity runs; an empty value restores the
   // server's own default (an eighth of the cores), which is what the budget phase measures.
-  const env = { ...DEFAULT_LIMITS, INGEST_CPU_MS_PER_SECOND: budget ? '' : '1000000' };
+  const env = {
+    ...DEFAULT_LIMITS,
+    INGEST_CPU_MS_PER_SECOND: budget ? '' : '1000000',
+    EXPORT_SETTLE_MS: String(EXPORT_SETTLE_MS),
+  };
   const server = await startServer({ dist, databaseUrl: url, env });
   try {
+    const context = { cli, dist, url, baseUrl: server.baseUrl, exportSettleMs: EXPORT_SETTLE_MS };
     const victim = await tenant(cli, dist, url, 'victim');
-    const attacker = await tenant(cli, dist, url, 'attacker');
+    const flood = {
+      attacker: attackers.rejectedBatches,
+      state: await attackers.rejectedBatches.prepare(context),
+    };
     // Warm-up, so that the first measured requests pay no JIT or cache cost.
     await phase({ baseUrl: server.baseUrl, victim, seconds: 1 });
-    log(`isolation (budget ${budget ? 'on' : 'off'}): victim alone, ${seconds} s`);
+    const label = `isolation (budget ${budget ? 'on' : 'off'})`;
+    log(`${label}: victim alone, ${seconds} s`);
     const alone = await phase({ baseUrl: server.baseUrl, victim, seconds });
-    log(`isolation (budget ${budget ? 'on' : 'off'}): victim under attack within the limits, ${seconds} s`);
-    const attacked = await phase({ baseUrl: server.baseUrl, victim, attacker, seconds });
-    log(
-      `isolation (budget ${budget ? 'on' : 'off'}): victim under attack ignoring Retry-After, ${seconds} s`,
-    );
+    log(`${label}: victim under attack within the limits, ${seconds} s`);
+    const attacked = await phase({ baseUrl: server.baseUrl, victim, attack: flood, seconds });
+    log(`${label}: victim under attack ignoring Retry-After, ${seconds} s`);
     const ignoring = await phase({
       baseUrl: server.baseUrl,
       victim,
-      attacker,
+      attack: flood,
       seconds,
       honourRetryAfter: false,
     });
-    return {
+    const result = {
       alone,
       attacked,
       attackedIgnoringRetryAfter: ignoring,
       ratios: ratios(alone, attacked),
       ratiosIgnoringRetryAfter: ratios(alone, ignoring),
     };
+    if (budget) result.attackers = await otherAttackers({ context, victim, alone, seconds, log, quick });
+    return result;
   } finally {
     await server.stop();
   }
+}
+
+/** Each of `moreAttackers` against the victim, with its ratios to the victim alone. */
+async function otherAttackers({ context, victim, alone, seconds, log, quick }) {
+  const out = {};
+  for (const [name, attacker] of Object.entries(moreAttackers(quick))) {
+    log(`isolation: preparing the ${name} attacker`);
+    const state = await attacker.prepare(context);
+    log(`isolation: victim beside the ${name} attacker, ${seconds} s`);
+    const attacked = await phase({ baseUrl: context.baseUrl, victim, attack: { attacker, state }, seconds });
+    out[name] = { attacked, ratios: ratios(alone, attacked) };
+  }
+  return out;
 }
 
 /** `npm run bench -- --isolation`: writes the `isolation` section; resolves with the exit code. */
@@ -233,8 +257,8 @@ export async function isolationMode({ dist, cluster, quick, log, stopCluster, re
   const seconds = quick ? 3 : 15;
   let result;
   try {
-    const withBudget = await serverRuns({ dist, url: cluster.url, seconds, log, budget: true });
-    const withoutBudget = await serverRuns({ dist, url: cluster.url, seconds, log, budget: false });
+    const withBudget = await serverRuns({ dist, url: cluster.url, seconds, log, budget: true, quick });
+    const withoutBudget = await serverRuns({ dist, url: cluster.url, seconds, log, budget: false, quick });
     result = {
       timestamp: new Date().toISOString(),
       secondsPerPhase: seconds,
@@ -245,7 +269,8 @@ export async function isolationMode({ dist, cluster, quick, log, stopCluster, re
       withoutBudget,
       target: { maxRatio: 2 },
     };
-    const worst = Math.max(...Object.values(withBudget.ratios).filter((r) => r !== null));
+    const all = [withBudget.ratios, ...Object.values(withBudget.attackers).map((a) => a.ratios)];
+    const worst = Math.max(...all.flatMap((r) => Object.values(r)).filter((r) => r !== null));
     result.target.worstRatioWithBudget = worst;
     result.target.pass = worst <= 2;
   } finally {
@@ -267,6 +292,8 @@ export async function isolationMode({ dist, cluster, quick, log, stopCluster, re
       'Attacker resending at once after every 429:',
       line('with the CPU budget   ', result.withBudget.ratiosIgnoringRetryAfter),
       line('without the CPU budget', result.withoutBudget.ratiosIgnoringRetryAfter),
+      'Beside the other attackers (with the CPU budget):',
+      ...Object.entries(result.withBudget.attackers).map(([name, a]) => line(name.padEnd(22), a.ratios)),
       `  budget cost: ${result.budgetCost.nsPerRequest.toFixed(0)} ns per ingest request`,
       `\nResults: ${path.relative(ROOT, file)} (isolation)`,
     ].join('\n') + '\n',
