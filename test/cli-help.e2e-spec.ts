@@ -43,7 +43,12 @@ async function cli(...argv: string[]): Promise<Run> {
 
 function expectUsageLine(run: Run, pattern: RegExp) {
   expect(run.code).toBe(2);
-  expect(run.stdout).toBe('');
+  // With --json the usage error is also the one JSON document on stdout.
+  if (run.stdout !== '') {
+    expect(JSON.parse(run.stdout)).toEqual({
+      error: { code: 'usage', message: expect.stringMatching(pattern) },
+    });
+  }
   expect(run.stderr).toMatch(pattern);
   expect(run.stderr.endsWith('\n')).toBe(true);
   expect(run.stderr.trim().split('\n')).toHaveLength(1);
@@ -195,6 +200,7 @@ printf '%s\\n' "\${COMPREPLY[@]}"`;
         'quarantine',
         'rollups',
         'seed',
+        'status',
         'suppressions',
         'users',
       ].sort(),
@@ -203,7 +209,7 @@ printf '%s\\n' "\${COMPREPLY[@]}"`;
     expect(await complete('keys', 'rotate', '--g')).toEqual(['--grace-days']);
     expect(await complete('keys', 'create-api', '--scope', '')).toEqual([...KNOWN_SCOPES].sort());
     expect(await complete('keys', 'create-ingest', '--mode', '')).toEqual(['live', 'test']);
-    expect(await complete('completion', '')).toEqual(['--help', 'bash', 'zsh']);
+    expect(await complete('completion', '')).toEqual(['--help', '--json', 'bash', 'zsh']);
   });
 
   it('zsh: a compdef script that names every command and option', async () => {

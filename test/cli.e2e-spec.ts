@@ -9,7 +9,7 @@ import { UUID } from '@app/common/ids';
 import { DAY_MS } from '@app/common/time';
 import { bearer, postIngest } from './factories';
 import { testEnv, useTestApp } from './support/test-app';
-import { runTestCli, type CliRun } from './support/run-cli';
+import { expectFailureStdout, runTestCli, type CliRun } from './support/run-cli';
 
 const exec = promisify(execFile);
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -19,14 +19,14 @@ const cli = runTestCli;
 
 function expectUsageError(run: Run, pattern: RegExp) {
   expect(run.code).toBe(2);
-  expect(run.stdout).toBe('');
+  expectFailureStdout(run);
   expect(run.stderr).toMatch(pattern);
   expect(run.stderr.trim().split('\n')).toHaveLength(1);
 }
 
 function expectRefused(run: Run, pattern: RegExp) {
   expect(run.code).toBe(3);
-  expect(run.stdout).toBe('');
+  expectFailureStdout(run);
   expect(run.stderr).toMatch(pattern);
   expect(run.stderr.trim().split('\n')).toHaveLength(1);
 }
@@ -259,11 +259,12 @@ describe('admin CLI: JSON documents and exit codes', () => {
     const env = { ...process.env, DATABASE_URL: t.config.databaseUrl! };
     const ok = await exec(process.execPath, [bin, 'apps', 'create', '--name', 'From bin', '--json'], { env });
     expect(JSON.parse(ok.stdout)).toEqual(expect.objectContaining({ name: 'From bin' }));
-    await expect(exec(process.execPath, [bin, 'apps', 'create', '--json'], { env })).rejects.toMatchObject({
-      code: 2,
-      stdout: '',
-      stderr: "tally: required option '--name <name>' not specified (see 'tally apps create --help')\n",
-    });
+    const message = "required option '--name <name>' not specified (see 'tally apps create --help')";
+    const failed = await exec(process.execPath, [bin, 'apps', 'create', '--json'], { env }).catch(
+      (err: { code: number; stdout: string; stderr: string }) => err,
+    );
+    expect(failed).toMatchObject({ code: 2, stderr: `tally: ${message}\n` });
+    expect(JSON.parse((failed as { stdout: string }).stdout)).toEqual({ error: { code: 'usage', message } });
   });
 
   it('rollups compute through the bin prints only its JSON document, with Nest quiet', async () => {
@@ -434,7 +435,8 @@ describe('tally keys list and keys rotate', () => {
     );
     try {
       const run = await cli('keys', 'rotate', key.id, '--json');
-      expect(run).toMatchObject({ code: 1, stdout: '' });
+      expect(run.code).toBe(1);
+      expectFailureStdout(run, 'failed');
       expect(run.stderr).toMatch(/^tally: .*refused for the test/);
     } finally {
       await t.db.query('DROP TRIGGER refuse_key ON keys');

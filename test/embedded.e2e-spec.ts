@@ -24,11 +24,10 @@ async function embeddedEnv(dir: string): Promise<NodeJS.ProcessEnv> {
   return env;
 }
 
-/** Runs `node src/database/embedded-pg.mjs <command> <dir>`, whatever it answers. */
-async function embeddedPg(command: 'stop' | 'destroy', dir: string): Promise<void> {
-  await exec(process.execPath, [path.join(ROOT, 'src/database/embedded-pg.mjs'), command, dir]).catch(
-    () => undefined,
-  );
+/** Runs `node src/database/embedded-pg.mjs <command> <dir> [port]`, whatever it answers. */
+async function embeddedPg(command: 'ensure' | 'stop' | 'destroy', dir: string, port?: string): Promise<void> {
+  const args = [path.join(ROOT, 'src/database/embedded-pg.mjs'), command, dir, ...(port ? [port] : [])];
+  await exec(process.execPath, args).catch(() => undefined);
 }
 
 function postmasterAlive(dir: string): boolean {
@@ -96,7 +95,18 @@ describe('embedded PostgreSQL shared by the server and the CLI', () => {
     return exited;
   }
 
-  it('the CLI starts the cluster on a fresh folder and stops it when done', async () => {
+  it('the CLI refuses a fresh folder and creates nothing; once the service made the cluster, the CLI starts it and stops it when done', async () => {
+    const refused = await exec(process.execPath, [CLI, 'seed', '--json'], { env }).catch(
+      (err: { code: number; stdout: string }) => err,
+    );
+    expect(refused).toMatchObject({ code: 2 });
+    expect(JSON.parse((refused as { stdout: string }).stdout)).toMatchObject({
+      error: { code: 'database_missing', message: expect.stringContaining(dir) },
+    });
+    expect(await fs.readdir(dir)).toEqual([]);
+    const server = await startServer();
+    expect(await stopServer(server.child)).toBe(0);
+    expect(postmasterAlive(dir)).toBe(false);
     const seed = await cli('seed', '--json');
     expect(seed.app.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(existsSync(path.join(dir, 'pg', 'PG_VERSION'))).toBe(true);
@@ -181,6 +191,9 @@ describe('embedded PostgreSQL under a folder others cannot traverse', () => {
 
   it('works without changing the permissions of any folder', async () => {
     const before = { ...(await ancestorModes(parent)), ...(await ancestorModes(ROOT)) };
+    // The cluster is made as the service makes it (the CLI never makes one), then left stopped.
+    await embeddedPg('ensure', dir, env.EMBEDDED_PG_PORT);
+    await embeddedPg('stop', dir);
     const seed = JSON.parse((await exec(process.execPath, [CLI, 'seed', '--json'], { env })).stdout);
     expect(seed.app.id).toMatch(/^[0-9a-f-]{36}$/);
     const after = { ...(await ancestorModes(parent)), ...(await ancestorModes(ROOT)) };

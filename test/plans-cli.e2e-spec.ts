@@ -49,7 +49,7 @@ describe('CLI: tally plans and tally quarantine', () => {
     expect(read.body.version).toBe(1);
 
     const stale = await cli('plans', 'set', '--app', app, '--file', planFile, '--if-match', '0');
-    expect(stale.code).toBe(1);
+    expect(stale.code).toBe(3);
     expect(stale.stderr).toMatch(/version 1, not 0/);
 
     const bad = await cli('plans', 'set', '--app', app, '--file', file('bad.json', '{"mode":"loud"}'));

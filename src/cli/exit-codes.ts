@@ -28,14 +28,36 @@ const EXIT_FOR_ERROR: Partial<Record<ErrorCode, ExitCode>> = {
   invalid_query: ExitCode.Usage,
   not_found: ExitCode.Refused,
   conflict: ExitCode.Refused,
+  // A stale --if-match: the plan moved on since it was read.
+  version_conflict: ExitCode.Refused,
 };
 
-/** The exit code and the one line of stderr for an error that ended a command. */
-export function describeFailure(err: unknown): { code: ExitCode; message: string } {
-  if (err instanceof UsageError) return { code: ExitCode.Usage, message: err.message };
-  if (err instanceof AppError)
-    return { code: EXIT_FOR_ERROR[err.code] ?? ExitCode.Failure, message: err.detail };
-  if (err instanceof ConfigError) return { code: ExitCode.Failure, message: err.message };
+/**
+ * What ended a command: its exit code, a stable `error` code for `--json` (the service's own
+ * code where a service refused, else `usage`, `database_missing`, `config` or `failed`) and the
+ * one line for stderr.
+ */
+export interface Failure {
+  code: ExitCode;
+  error: string;
+  message: string;
+}
+
+export function describeFailure(err: unknown): Failure {
+  if (err instanceof UsageError) return { code: ExitCode.Usage, error: 'usage', message: err.message };
+  // By name: the database code loads only once a command needs it (see runtime.ts).
+  if (err instanceof Error && err.name === 'EmbeddedClusterMissing') {
+    return { code: ExitCode.Usage, error: 'database_missing', message: err.message };
+  }
+  if (err instanceof AppError) {
+    return { code: EXIT_FOR_ERROR[err.code] ?? ExitCode.Failure, error: err.code, message: err.detail };
+  }
+  if (err instanceof ConfigError) return { code: ExitCode.Failure, error: 'config', message: err.message };
   const message = err instanceof Error ? err.message : String(err);
-  return { code: ExitCode.Failure, message: message.split('\n')[0] || 'unexpected failure' };
+  return { code: ExitCode.Failure, error: 'failed', message: message.split('\n')[0] || 'unexpected failure' };
+}
+
+/** The one JSON document a failed command prints on stdout with --json. */
+export function failureDocument(failure: Pick<Failure, 'error' | 'message'>): string {
+  return JSON.stringify({ error: { code: failure.error, message: failure.message } }, null, 2) + '\n';
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { CommanderError } from '@commander-js/extra-typings';
 import type { AppConfig } from '@app/config/config';
-import { describeFailure, ExitCode } from './exit-codes';
+import { describeFailure, ExitCode, failureDocument } from './exit-codes';
 import { buildProgram, expandHelp } from './program';
 import { CliIo, CliRuntime } from './runtime';
 
@@ -22,19 +22,30 @@ function commanderExit(err: CommanderError): ExitCode {
 
 /**
  * Runs one admin command and returns its exit code (see ExitCode). With --json, stdout gets
- * exactly one JSON document and nothing else; a usage error is one line on stderr, except that a
- * command line naming no command (or only a group) prints that level's help on stderr.
+ * exactly one JSON document and nothing else, failures included (`{ "error": { "code",
+ * "message" } }`); the failure's line also goes to stderr. Without it, a usage error is one line
+ * on stderr, except that a command line naming no command (or only a group) prints that level's
+ * help on stderr.
  */
 export async function runCli(argv: string[], io: CliIo = processIo, config?: AppConfig): Promise<number> {
-  const runtime = new CliRuntime(io, config);
+  const json = argv.includes('--json');
+  const runtime = new CliRuntime(io, config, json);
   try {
     const program = buildProgram(runtime);
     await program.parseAsync(expandHelp(program, argv), { from: 'user' });
     return runtime.exitCode ?? ExitCode.Ok;
   } catch (err) {
-    if (err instanceof CommanderError) return commanderExit(err);
+    if (err instanceof CommanderError) {
+      const code = commanderExit(err);
+      // A line naming no command (or only a group) printed its help on stderr: say so in JSON.
+      if (json && code !== ExitCode.Ok && err.code === 'commander.help') {
+        io.stdout(failureDocument({ error: 'usage', message: "name a command (see 'tally --help')" }));
+      }
+      return code;
+    }
     const failure = describeFailure(err);
     io.stderr(`tally: ${failure.message}\n`);
+    if (json) io.stdout(failureDocument(failure));
     return failure.code;
   } finally {
     await runtime.close();

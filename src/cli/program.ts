@@ -13,26 +13,29 @@ import { migrateCommand } from './commands/migrate.command';
 import { exportCommand } from './commands/export.command';
 import { rollupsComputeCommand } from './commands/rollups-compute.command';
 import { seedCommand } from './commands/seed.command';
+import { statusCommand } from './commands/status.command';
 import { suppressionsListCommand } from './commands/suppressions-list.command';
 import { suppressionsRemoveCommand } from './commands/suppressions-remove.command';
 import { usersDeleteCommand } from './commands/users-delete.command';
 import { plansCheckCommand, plansGetCommand, plansSetCommand } from './commands/plans.command';
 import { quarantineListCommand, quarantineReplayCommand } from './commands/quarantine.command';
-import { UsageError } from './exit-codes';
+import { failureDocument, UsageError } from './exit-codes';
 import type { CliIo, CliRuntime } from './runtime';
 
 const FOOTER = `
-Every command takes --json and then prints exactly one JSON document on stdout.
+Every command takes --json and then prints exactly one JSON document on stdout, a failure
+included: { "error": { "code", "message" } }.
 
 Exit codes:
   0  done
   1  failed: the database is unreachable, an environment variable is wrong, ...
-  2  usage error: no or unknown command, unknown option, missing or malformed value
-  3  refused: the id names no app or key, or a key that is revoked or expired
+  2  usage error: no or unknown command, unknown option, missing or malformed value; no database
+  3  refused: the id names no app or key, a key that is revoked or expired, or a stale --if-match
   4  rejected: tally plans check found events that ingest would reject
 
-The CLI uses DATABASE_URL, or else the embedded PostgreSQL in EMBEDDED_PG_DIR (default ./.data),
-which it shares with a server running there. Run 'tally help <command>' for a command's options.
+The CLI uses DATABASE_URL, or else the embedded PostgreSQL in EMBEDDED_PG_DIR (default: .data in
+the folder Tally is installed in, whatever the current directory), which it shares with a server
+running there. Only the service creates that database: without one, a command exits 2. Run 'tally help <command>' for a command's options.
 `;
 
 function group(name: string, description: string, commands: CommandUnknownOpts[]): CommandUnknownOpts {
@@ -89,8 +92,9 @@ export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
   program.addCommand(exportCommand(rt));
   program.addCommand(seedCommand(rt));
   program.addCommand(migrateCommand(rt));
+  program.addCommand(statusCommand(rt));
   program.addCommand(completionCommand(rt));
-  configure(program, rt.io);
+  configure(program, rt.io, rt.json);
   return program;
 }
 
@@ -119,19 +123,25 @@ function oneLine(text: string, command: CommandUnknownOpts): string {
   return `tally: ${message} (see '${commandPath(command)} --help')\n`;
 }
 
-// Settings that commander does not pass on through addCommand, applied to every command.
-function configure(command: CommandUnknownOpts, io: CliIo): void {
+// Settings that commander does not pass on through addCommand, applied to every command. With
+// --json, a usage error that commander finds is also the JSON document on stdout.
+function configure(command: CommandUnknownOpts, io: CliIo, json: boolean): void {
   command
     .exitOverride()
     .configureOutput({
       writeOut: io.stdout,
       writeErr: io.stderr,
-      outputError: (text, write) => write(oneLine(text, command)),
+      outputError: (text, write) => {
+        const line = oneLine(text, command);
+        write(line);
+        if (json)
+          io.stdout(failureDocument({ error: 'usage', message: line.replace(/^tally: /, '').trim() }));
+      },
     })
     .showSuggestionAfterError(true)
     .helpOption('-h, --help', 'show this help');
   if (command.parent) command.helpCommand(false);
-  for (const sub of command.commands) configure(sub, io);
+  for (const sub of command.commands) configure(sub, io, json);
 }
 
 /**

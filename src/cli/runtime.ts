@@ -27,6 +27,8 @@ export class CliRuntime {
   constructor(
     readonly io: CliIo,
     private readonly configOverride?: AppConfig,
+    /** --json was given: failures, usage errors included, are one JSON document on stdout too. */
+    readonly json = false,
   ) {}
 
   /** The configuration, read from the environment when the first command needs it. */

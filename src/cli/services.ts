@@ -34,13 +34,25 @@ export interface CliServices {
   exports(): ExportService;
   /** Built on first use: tracking plans, their dry run and the quarantine. */
   plans(): PlanServices;
+  /** The database the CLI uses, as a person reads it (never a password). */
+  database: string;
+  /** The newest migration applied (its timestamp), or null on an empty database. */
+  schemaVersion(): Promise<number | null>;
   close(): Promise<void>;
+}
+
+/** A database URL without its password, or the embedded cluster's folder. */
+function describeDatabase(config: AppConfig): string {
+  if (!config.databaseUrl) return `embedded PostgreSQL in ${config.embeddedPgDir}`;
+  const url = new URL(config.databaseUrl);
+  url.password = '';
+  return url.toString();
 }
 
 const POOL_SIZE = 2;
 
 export async function openServices(config: AppConfig): Promise<CliServices> {
-  const database = await prepareDatabase(config, { migrate: false });
+  const database = await prepareDatabase(config, { migrate: false, createCluster: false });
   const resolved = database.config;
   const dataSource = createDataSource({
     url: resolved.databaseUrl!,
@@ -85,6 +97,13 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
       ));
     },
     exports: () => (exports ??= buildExports(dataSource, resolved)),
+    database: describeDatabase(config),
+    schemaVersion: async () => {
+      const [row] = (await dataSource.query(`SELECT max("timestamp")::float8 AS v FROM migrations`)) as {
+        v: number | null;
+      }[];
+      return row.v;
+    },
     plans: () => {
       const { buildPlanServices } = require('./plan-services') as typeof import('./plan-services');
       return (plans ??= buildPlanServices(dataSource, resolved, apps, audit));
@@ -106,7 +125,7 @@ function buildExports(dataSource: DataSource, config: AppConfig): ExportService 
 
 /** Attaches to the database, applies the pending migrations and leaves; returns their names. */
 export async function migrate(config: AppConfig): Promise<string[]> {
-  const database = await prepareDatabase(config, { migrate: true });
+  const database = await prepareDatabase(config, { migrate: true, createCluster: false });
   await database.release();
   return database.migrationsApplied;
 }

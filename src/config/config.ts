@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 
@@ -116,6 +117,25 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
+
+/**
+ * The folder of the Tally installation this code belongs to: the nearest folder above this file
+ * whose package.json names the `tally` package. The embedded database lives there by default, so
+ * the service and the CLI find it whatever the current directory.
+ */
+export function installationRoot(from = __dirname): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    const manifest = path.join(dir, 'package.json');
+    if (existsSync(manifest)) {
+      try {
+        if ((JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'tally') return dir;
+      } catch {
+        // Not a package of ours: look further up.
+      }
+    }
+    if (path.dirname(dir) === dir) return process.cwd();
+  }
+}
 
 function raw(env: Env, name: string): string | undefined {
   const value = env[name];
@@ -316,7 +336,7 @@ function readStorageSettings(env: Env, databaseUrl: string | undefined, database
     readReturnChecks: int(env, 'READ_RETURN_CHECKS', 5, 1, 3_600),
     databasePoolSize,
     databaseStatementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
-    embeddedPgDir: path.resolve(raw(env, 'EMBEDDED_PG_DIR') ?? '.data'),
+    embeddedPgDir: path.resolve(raw(env, 'EMBEDDED_PG_DIR') ?? path.join(installationRoot(), '.data')),
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535),
     migrationsRun: bool(env, 'MIGRATIONS_RUN', true),
 

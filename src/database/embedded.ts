@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
@@ -42,23 +43,54 @@ async function runningClusterUrl(dir: string): Promise<string | null> {
   return `postgres://${CLUSTER_CREDENTIALS}@127.0.0.1:${port}/${CLUSTER_DATABASE}`;
 }
 
+/** No embedded cluster was found where one was looked for, and the caller may not create one. */
+export class EmbeddedClusterMissing extends Error {
+  override readonly name = 'EmbeddedClusterMissing';
+
+  constructor(readonly dir: string) {
+    super(
+      `No Tally database in ${dir} (the embedded PostgreSQL of this installation; EMBEDDED_PG_DIR ` +
+        'names another folder). Start the service once (npm start) to create it, or set DATABASE_URL.',
+    );
+  }
+}
+
+/** Whether `dir` holds an initialised cluster, where embedded-pg.mjs put it (see its clusterDir). */
+async function clusterExists(dir: string): Promise<boolean> {
+  const root = path.resolve(dir);
+  let home = root;
+  try {
+    home = (await readFile(path.join(root, 'cluster-location'), 'utf8')).trim();
+  } catch {
+    // No pointer: the cluster, if any, lives in the folder itself.
+  }
+  return existsSync(path.join(home, 'pg', 'PG_VERSION'));
+}
+
 function connectPresence(url: string): Promise<Client> {
   return connectClient({ connectionString: url, application_name: PRESENCE_APP_NAME });
 }
 
 /**
- * Attaches to the embedded PostgreSQL in `dir`, starting it when none runs.
+ * Attaches to the embedded PostgreSQL in `dir`, starting it when none runs. With `create: false`
+ * (the CLI) a folder without a cluster is refused with EmbeddedClusterMissing: only the service
+ * creates one, so that a command run with the wrong folder never answers from a new, empty one.
  *
  * Each attached process holds one idle "presence" connection. On release, the process that
  * finds no other presence connection stops the cluster, so the database lives exactly as long
  * as some server or CLI uses it, whichever of them started it.
  */
-export async function attachEmbeddedDatabase(dir: string, port: number): Promise<EmbeddedDatabase> {
+export async function attachEmbeddedDatabase(
+  dir: string,
+  port: number,
+  { create = true }: { create?: boolean } = {},
+): Promise<EmbeddedDatabase> {
   // Most often a server already runs the cluster: then attaching costs one connection instead of
   // a helper process (a Node start), which matters to the CLI. The helper handles everything else.
   let url = await runningClusterUrl(dir);
   let presence = url ? await connectPresence(url).catch(() => null) : null;
   if (!url || !presence) {
+    if (!create && !(await clusterExists(dir))) throw new EmbeddedClusterMissing(path.resolve(dir));
     const { stdout } = await run(process.execPath, [SCRIPT, 'ensure', dir, String(port)], {
       timeout: 120_000,
     });

@@ -13,15 +13,18 @@ export interface PreparedDatabase {
 /**
  * Resolves the database before Nest starts: attaches to (or starts) the embedded PostgreSQL
  * when DATABASE_URL is unset, then applies pending migrations unless MIGRATIONS_RUN=false.
+ * `createCluster: false` (the CLI) refuses a folder that holds no cluster yet.
  */
 export async function prepareDatabase(
   config: AppConfig,
-  options: { migrate?: boolean } = {},
+  options: { migrate?: boolean; createCluster?: boolean } = {},
 ): Promise<PreparedDatabase> {
   let release = async () => undefined as void;
   let resolved = config;
   if (!config.databaseUrl) {
-    const embedded = await attachEmbeddedDatabase(config.embeddedPgDir, config.embeddedPgPort);
+    const embedded = await attachEmbeddedDatabase(config.embeddedPgDir, config.embeddedPgPort, {
+      create: options.createCluster ?? true,
+    });
     release = () => embedded.release();
     resolved = { ...config, databaseUrl: embedded.url };
   }

@@ -22,3 +22,15 @@ export async function runTestCli(...argv: string[]): Promise<CliRun> {
   const json: unknown = argv.includes('--json') && stdout.trim() !== '' ? JSON.parse(stdout) : undefined;
   return { code, stdout, stderr, json };
 }
+
+/**
+ * What a failed command printed on stdout: nothing, or, with --json, exactly the one failure
+ * document `{ "error": { "code", "message" } }`.
+ */
+export function expectFailureStdout(run: CliRun, code?: string): void {
+  if (run.json === undefined) {
+    expect(run.stdout).toBe('');
+    return;
+  }
+  expect(run.json).toEqual({ error: { code: code ?? expect.any(String), message: expect.any(String) } });
+}

@@ -1,5 +1,5 @@
 import { Argument, CommandUnknownOpts } from '@commander-js/extra-typings';
-import { defineCommand } from '@app/cli/command';
+import { defineJsonCommand } from '@app/cli/command';
 import { completionScript, SHELLS } from '@app/cli/completion';
 import type { CliRuntime } from '@app/cli/runtime';
 
@@ -8,7 +8,7 @@ function root(command: CommandUnknownOpts): CommandUnknownOpts {
 }
 
 export function completionCommand(rt: CliRuntime) {
-  return defineCommand(
+  return defineJsonCommand(
     'completion',
     'Print a script that completes tally commands, options and values in the shell.',
     [
@@ -16,9 +16,12 @@ export function completionCommand(rt: CliRuntime) {
       'tally completion zsh > ~/.zfunc/_tally   # a folder in $fpath, before compinit',
       'source <(tally completion bash)          # or this line in ~/.bashrc',
     ],
+    '{ "shell", "script" }',
   )
     .addArgument(new Argument('<shell>', 'bash or zsh').choices(SHELLS))
-    .action((shell, _options, command) => {
-      rt.io.stdout(completionScript(shell, root(command)));
+    .action((shell, options, command) => {
+      const script = completionScript(shell, root(command));
+      if (options.json) rt.print({ json: { shell, script }, text: '' }, true);
+      else rt.io.stdout(script);
     });
 }
