@@ -13,6 +13,7 @@ import { IngestCommitHorizon1763900000000 } from './1763900000000-ingest-commit-
 import { TrackingPlans1763910000000 } from './1763910000000-tracking-plans';
 import { PlanQuality1763910100000 } from './1763910100000-plan-quality';
 import { QuarantineBounds1763920000000 } from './1763920000000-quarantine-bounds';
+import { AppDeletion1763930000000 } from './1763930000000-app-deletion';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -32,4 +33,5 @@ export const MIGRATIONS = [
   TrackingPlans1763910000000,
   PlanQuality1763910100000,
   QuarantineBounds1763920000000,
+  AppDeletion1763930000000,
 ];

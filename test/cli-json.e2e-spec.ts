@@ -58,6 +58,7 @@ describe('every CLI command keeps the --json promise', () => {
   let appId = '';
   let keyId = '';
   let rotated = '';
+  let doomed = '';
   let cases: Record<string, { ok: string[]; fail: string[]; failCode: number }> = {};
 
   beforeAll(async () => {
@@ -68,6 +69,9 @@ describe('every CLI command keeps the --json promise', () => {
       id: string;
     };
     keyId = key.id;
+    doomed = (
+      JSON.parse((await cli(['apps', 'create', '--name', 'doomed', '--json'])).stdout) as { id: string }
+    ).id;
     rotated = (
       JSON.parse((await cli(['keys', 'create-ingest', '--app', appId, '--json'])).stdout) as { id: string }
     ).id;
@@ -80,6 +84,8 @@ describe('every CLI command keeps the --json promise', () => {
     cases = {
       'apps create': { ok: ['--name', 'another'], fail: ['--name', ''], failCode: 2 },
       'apps list': { ok: [], fail: ['--bogus'], failCode: 2 },
+      'apps rename': { ok: [appId, 'json-app renamed'], fail: [NOBODY, 'x'], failCode: 3 },
+      'apps delete': { ok: [doomed, '--yes'], fail: [appId], failCode: 2 },
       'apps set-timezone': { ok: [appId, 'Europe/Berlin'], fail: [NOBODY, 'UTC'], failCode: 3 },
       'keys create-ingest': { ok: app, fail: ['--app', NOBODY], failCode: 3 },
       'keys create-api': {

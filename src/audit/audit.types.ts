@@ -11,6 +11,8 @@ export const AUDIT_ACTIONS = [
   'suppression.removed',
   'plan.updated',
   'quarantine.replayed',
+  'app.renamed',
+  'app.deletion_requested',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -42,22 +42,59 @@ export class AppRepository {
     return rows[0]?.timezone ?? null;
   }
 
-  listAll(): Promise<AppEntity[]> {
-    return this.repo.find({ order: { createdAt: 'ASC', id: 'ASC' } });
+  /** Every app not being deleted, oldest first. */
+  async listAll(): Promise<AppEntity[]> {
+    const rows = (await this.repo.query(
+      `SELECT id, name, timezone, created_at FROM apps WHERE deleting_since IS NULL ORDER BY created_at, id`,
+    )) as { id: string; name: string; timezone: string; created_at: Date }[];
+    return rows.map((r) =>
+      Object.assign(new AppEntity(), {
+        id: r.id,
+        name: r.name,
+        timezone: r.timezone,
+        createdAt: r.created_at,
+      }),
+    );
   }
 
-  /** The ids among `ids` that name existing apps. */
+  /** The ids among `ids` that name existing apps (an app being deleted no longer counts). */
   async existingIds(ids: string[]): Promise<string[]> {
-    const rows = (await this.repo.query(`SELECT id FROM apps WHERE id = ANY($1::uuid[])`, [ids])) as {
+    const rows = (await this.repo.query(
+      `SELECT id FROM apps WHERE id = ANY($1::uuid[]) AND deleting_since IS NULL`,
+      [ids],
+    )) as {
       id: string;
     }[];
     return rows.map((r) => r.id);
   }
 
+  /** Renames an app; false when there is no such app (or it is being deleted). */
+  async rename(id: string, name: string, manager: EntityManager): Promise<boolean> {
+    // An UPDATE answers [rows, count] through TypeORM.
+    const [, count] = (await manager.query(
+      `UPDATE apps SET name = $2 WHERE id = $1 AND deleting_since IS NULL RETURNING id`,
+      [id, name],
+    )) as [unknown[], number];
+    return count > 0;
+  }
+
+  /**
+   * Marks an app as being deleted; returns its name, or null when there is no such app or its
+   * deletion was already asked for.
+   */
+  async markDeleting(id: string, manager: EntityManager): Promise<string | null> {
+    const [rows] = (await manager.query(
+      `UPDATE apps SET deleting_since = now() WHERE id = $1 AND deleting_since IS NULL RETURNING name`,
+      [id],
+    )) as [{ name: string }[], number];
+    return rows[0]?.name ?? null;
+  }
+
   /** Id, name and time zone of each existing app among `ids`, by name. */
   async namesOf(ids: string[]): Promise<{ id: string; name: string; timezone: string }[]> {
     return (await this.repo.query(
-      `SELECT id, name, timezone FROM apps WHERE id = ANY($1::uuid[]) ORDER BY name, id`,
+      `SELECT id, name, timezone FROM apps WHERE id = ANY($1::uuid[]) AND deleting_since IS NULL
+        ORDER BY name, id`,
       [ids],
     )) as { id: string; name: string; timezone: string }[];
   }

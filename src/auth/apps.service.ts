@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '@app/common/app-error';
 import { Injectable } from '@app/common/di';
 import { DEFAULT_TIME_ZONE } from '@app/common/timezones';
+import type { EntityManager } from 'typeorm';
 import type { AppEntity } from './app.entity';
 import { AuditService } from '@app/audit/audit.service';
 import type { AuditActor } from '@app/audit/audit.types';
@@ -27,10 +28,7 @@ export class AppsService {
 
   /** Creates an app; the audit entry commits with it. */
   async create(name: string, actor: AuditActor, timezone: string = DEFAULT_TIME_ZONE): Promise<AppView> {
-    const trimmed = name.trim();
-    if (trimmed.length < 1 || trimmed.length > 200) {
-      throw new AppError('invalid_body', 'An app name is 1 to 200 characters.');
-    }
+    const trimmed = checkName(name);
     const zone = assertTimeZone(timezone);
     const app = await this.apps.transaction(async (manager) => {
       const created = await this.apps.insert(
@@ -50,6 +48,33 @@ export class AppsService {
       return created;
     });
     return view(app);
+  }
+
+  /** Renames an app (1 to 200 characters); audited as `app.renamed`. */
+  async rename(appId: string, name: string, actor: AuditActor): Promise<AppView> {
+    const trimmed = checkName(name);
+    await this.apps.transaction(async (manager) => {
+      if (!(await this.apps.rename(appId, trimmed, manager))) {
+        throw new AppError('not_found', `No such app: ${appId}`);
+      }
+      await this.audit.record(
+        { action: 'app.renamed', actor, appId, targetId: appId, details: { name: trimmed } },
+        manager,
+      );
+    });
+    const app = (await this.apps.listAll()).find((a) => a.id === appId);
+    if (!app) throw new AppError('not_found', `No such app: ${appId}`);
+    return view(app);
+  }
+
+  /**
+   * Marks the app as being deleted, in the caller's transaction: from its commit on, it is
+   * listed nowhere and takes no new key. Returns its name; `not_found` when there is no such app.
+   */
+  async markDeleting(appId: string, manager: EntityManager): Promise<string> {
+    const name = await this.apps.markDeleting(appId, manager);
+    if (name === null) throw new AppError('not_found', `No such app: ${appId}`);
+    return name;
   }
 
   async list(): Promise<AppView[]> {
@@ -82,6 +107,15 @@ export class AppsService {
     this.piiSecrets.set(appId, secret);
     return secret;
   }
+}
+
+/** An app name, trimmed: 1 to 200 characters (invalid_body otherwise). */
+function checkName(name: string): string {
+  const trimmed = name.trim();
+  if (trimmed.length < 1 || trimmed.length > 200) {
+    throw new AppError('invalid_body', 'An app name is 1 to 200 characters.');
+  }
+  return trimmed;
 }
 
 function view(app: AppEntity): AppView {

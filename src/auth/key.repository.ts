@@ -79,6 +79,29 @@ export class KeyRepository {
   }
 
   /** Sets when a key stops working. */
+  /**
+   * Takes an app away from every key, in the caller's transaction: a key of that app alone is
+   * revoked, a key of several apps loses it. Every listening instance drops those keys from its
+   * cache when the transaction commits. Returns the ids of the keys revoked.
+   */
+  async detachApp(appId: string, at: Date, manager: EntityManager): Promise<string[]> {
+    // An UPDATE answers [rows, count] through TypeORM.
+    const [revoked] = (await manager.query(
+      `UPDATE keys SET revoked_at = coalesce(revoked_at, $2)
+        WHERE app_ids = ARRAY[$1::uuid] RETURNING id`,
+      [appId, at],
+    )) as [{ id: string }[], number];
+    const [narrowed] = (await manager.query(
+      `UPDATE keys SET app_ids = array_remove(app_ids, $1::uuid)
+        WHERE $1::uuid = ANY (app_ids) AND cardinality(app_ids) > 1 RETURNING id`,
+      [appId],
+    )) as [{ id: string }[], number];
+    for (const { id } of [...revoked, ...narrowed]) {
+      await manager.query(`SELECT pg_notify('${KEY_REVOKED_CHANNEL}', $1)`, [id]);
+    }
+    return revoked.map((r) => r.id);
+  }
+
   async setExpiry(id: string, at: Date): Promise<void> {
     await this.repo.update({ id }, { expiresAt: at });
   }

@@ -134,6 +134,14 @@ export class KeysService {
   }
 
   /** Revokes a key at once; revoking a revoked key changes nothing and records nothing. */
+  /**
+   * Takes a deleted app away from every key, in the caller's transaction (see
+   * KeyRepository.detachApp); returns the ids of the keys revoked.
+   */
+  detachApp(appId: string, manager: EntityManager): Promise<string[]> {
+    return this.keys.detachApp(appId, new Date(), manager);
+  }
+
   async revoke(id: string, actor: AuditActor): Promise<{ id: string; revokedAt: string }> {
     assertUuid(id, 'key id');
     const key = await this.keys.transaction(async (keys, manager) => {

@@ -10,6 +10,16 @@ export type { CliIo } from './runtime';
 const processIo: CliIo = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
+  prompt: async (question) => {
+    if (!process.stdin.isTTY || !process.stderr.isTTY) return null;
+    const { createInterface } = await import('node:readline/promises');
+    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    try {
+      return await rl.question(question);
+    } finally {
+      rl.close();
+    }
+  },
 };
 
 // commander reports the end of a command line it handled itself (help, a usage error) by

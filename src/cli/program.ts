@@ -1,6 +1,8 @@
 import { Command, CommandUnknownOpts } from '@commander-js/extra-typings';
 import { appsCreateCommand } from './commands/apps-create.command';
 import { appsListCommand } from './commands/apps-list.command';
+import { appsDeleteCommand } from './commands/apps-delete.command';
+import { appsRenameCommand } from './commands/apps-rename.command';
 import { appsSetTimezoneCommand } from './commands/apps-set-timezone.command';
 import { auditListCommand } from './commands/audit-list.command';
 import { completionCommand } from './commands/completion.command';
@@ -52,10 +54,12 @@ export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
     .helpCommand('help [command...]', 'Show the help of a command.')
     .addHelpText('after', FOOTER);
   program.addCommand(
-    group('apps', 'Create and list apps, set their time zone.', [
+    group('apps', 'Create, list, rename and delete apps, set their time zone.', [
       appsCreateCommand(rt),
       appsListCommand(rt),
+      appsRenameCommand(rt),
       appsSetTimezoneCommand(rt),
+      appsDeleteCommand(rt),
     ]),
   );
   program.addCommand(

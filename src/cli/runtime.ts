@@ -4,6 +4,8 @@ import type { CliServices } from './services';
 export interface CliIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
+  /** Asks the person at the terminal; absent, or resolving null, when there is no terminal. */
+  prompt?: (question: string) => Promise<string | null>;
 }
 
 /** What a command prints: `json` with --json, `text` for a person otherwise. */

@@ -91,6 +91,7 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
       return (privacy ??= buildCliPrivacy(
         dataSource,
         apps,
+        keys,
         audit,
         (rollups ??= buildRollups(dataSource, resolved, audit)),
         resolved.erasurePausePercent,

@@ -3,7 +3,7 @@ import type { EntityManager } from 'typeorm';
 import { sqlState } from '@app/database/transient-error';
 import type { AuditService } from '@app/audit/audit.service';
 import { DeletionRepository, DeletionRow } from './deletion.repository';
-import type { ErasureStep } from './erasure-steps';
+import type { ErasureSteps } from './erasure-steps';
 
 /** Failed attempts before a deletion is given up as `failed` (a crash or a shutdown is not one). */
 export const MAX_ATTEMPTS = 10;
@@ -48,7 +48,7 @@ export class DeletionJob {
 
   constructor(
     private readonly deletions: DeletionRepository,
-    private readonly steps: ErasureStep[],
+    private readonly steps: ErasureSteps,
     private readonly hooks: DeletionJobHooks = {},
     private readonly stopping: () => boolean = () => false,
   ) {}
@@ -80,7 +80,7 @@ export class DeletionJob {
           : Promise.resolve(),
     };
     try {
-      for (const step of this.steps) {
+      for (const step of this.steps[row.kind]) {
         if (row.stepsDone.includes(step.name)) continue;
         const started = Date.now();
         if (!(await step.run(target))) return 'stopped';

@@ -6,11 +6,14 @@ import type { AuditActor } from '@app/audit/audit.types';
 import { microsLiteral } from '@app/common/reads/cursor';
 
 export type DeletionStatus = 'pending' | 'running' | 'done' | 'failed';
+/** `users`: some users of an app; `app`: the whole app, every row of it. */
+export type DeletionKind = 'users' | 'app';
 
 /** A deletion as stored; `userIds` is null once the deletion has ended. */
 export interface DeletionRow {
   id: string;
   appId: string;
+  kind: DeletionKind;
   status: DeletionStatus;
   userCount: number;
   userIds: string[] | null;
@@ -38,6 +41,8 @@ export interface DeletionPosition {
 export interface NewDeletion {
   id: string;
   appId: string;
+  /** Default `users`. */
+  kind?: DeletionKind;
   userIds: string[];
   suppress: boolean;
   requestedBy: AuditActor;
@@ -50,7 +55,7 @@ export const DELETIONS_CHANNEL = 'tally_deletions';
 
 const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
 
-const COLUMNS = `id, app_id AS "appId", status, user_count AS "userCount", user_ids AS "userIds",
+const COLUMNS = `id, app_id AS "appId", kind, status, user_count AS "userCount", user_ids AS "userIds",
   suppress, requested_by AS "requestedBy", steps_done AS "stepsDone", days::text[] AS days, events_deleted::float8 AS "eventsDeleted",
   days_recomputed AS "daysRecomputed", attempts, ${ms('not_before')} AS "notBefore",
   ${ms('created_at')} AS "createdAt", ${ms('started_at')} AS "startedAt",
@@ -64,10 +69,19 @@ export class DeletionRepository {
   /** Stores a new deletion and wakes the runners when the transaction commits. */
   async insert(tx: EntityManager, d: NewDeletion): Promise<DeletionRow> {
     const [row] = (await tx.query(
-      `INSERT INTO deletions (id, app_id, user_count, user_ids, suppress, requested_by, not_before)
-       VALUES ($1, $2, $3, $4::text[], $5, $6::jsonb, to_timestamp($7::float8 / 1000))
+      `INSERT INTO deletions (id, app_id, user_count, user_ids, suppress, requested_by, not_before, kind)
+       VALUES ($1, $2, $3, $4::text[], $5, $6::jsonb, to_timestamp($7::float8 / 1000), $8)
        RETURNING ${COLUMNS}`,
-      [d.id, d.appId, d.userIds.length, d.userIds, d.suppress, JSON.stringify(d.requestedBy), d.notBefore],
+      [
+        d.id,
+        d.appId,
+        d.userIds.length,
+        d.userIds,
+        d.suppress,
+        JSON.stringify(d.requestedBy),
+        d.notBefore,
+        d.kind ?? 'users',
+      ],
     )) as DeletionRow[];
     await tx.query(`SELECT pg_notify($1, $2)`, [DELETIONS_CHANNEL, d.id]);
     return row;
@@ -78,6 +92,50 @@ export class DeletionRepository {
       id,
     ])) as DeletionRow[];
     return rows[0] ?? null;
+  }
+
+  /**
+   * The tables that hold rows of an app (a column `app_id`), but for the audit log (append-only:
+   * it records the deletion) and `deletions` (which holds the app deletion's own record); a
+   * partition is reached through its parent. A table a later migration adds is reached too.
+   */
+  async appTables(manager: EntityManager = this.db.manager): Promise<string[]> {
+    const rows = (await manager.query(
+      `SELECT c.relname AS name
+         FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+         JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE a.attname = 'app_id' AND NOT a.attisdropped AND c.relkind IN ('r', 'p')
+          AND NOT c.relispartition AND n.nspname = current_schema()
+          AND c.relname NOT IN ('audit_log', 'deletions')
+        ORDER BY c.relname`,
+    )) as { name: string }[];
+    return rows.map((r) => r.name);
+  }
+
+  /** Deletes every row of `appId` from one table (a name from appTables); returns how many. */
+  async deleteAppRows(table: string, appId: string, manager: EntityManager): Promise<number> {
+    if (!/^[a-z_][a-z0-9_]*$/.test(table)) throw new Error(`not a table name: ${table}`);
+    const rows = (await manager.query(
+      `WITH gone AS (DELETE FROM ${table} WHERE app_id = $1 RETURNING 1) SELECT count(*)::int AS n FROM gone`,
+      [appId],
+    )) as { n: number }[];
+    return rows[0].n;
+  }
+
+  /**
+   * The end of an app's deletion, in one transaction: its keys, its user deletions' records and
+   * the app's own row go; the app deletion's record stays.
+   */
+  async deleteAppRecord(appId: string, deletionId: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.query(`DELETE FROM keys WHERE app_ids = ARRAY[$1::uuid]`, [appId]);
+      await tx.query(
+        `UPDATE keys SET app_ids = array_remove(app_ids, $1::uuid) WHERE $1::uuid = ANY (app_ids)`,
+        [appId],
+      );
+      await tx.query(`DELETE FROM deletions WHERE app_id = $1 AND id <> $2`, [appId, deletionId]);
+      await tx.query(`DELETE FROM apps WHERE id = $1`, [appId]);
+    });
   }
 
   /** An app's deletions, newest first by (created_at, id), strictly after `after`. */

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError } from '@app/common/app-error';
 import { normaliseAppId, UUID } from '@app/common/ids';
 import { AppsService } from '@app/auth/apps.service';
+import { KeysService } from '@app/auth/keys.service';
 import { AuditService } from '@app/audit/audit.service';
 import type { AuditActor } from '@app/audit/audit.types';
 import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
@@ -82,6 +83,7 @@ export class DeletionsService {
     private readonly apps: AppsService,
     private readonly audit: AuditService,
     private readonly secrets: CursorSecretRepository,
+    private readonly keys: KeysService,
     @Optional() private readonly metrics?: PrivacyMetrics,
   ) {}
 
@@ -117,6 +119,34 @@ export class DeletionsService {
     });
     // This instance refuses the users at once, without waiting for its own notification.
     if (req.suppress) await this.suppressions.reloadApp(req.appId);
+    this.metrics?.requested();
+    return deletionView(row);
+  }
+
+  /**
+   * Deletes an app with all its data (an operator's act, from the CLI). In one transaction the
+   * app is marked (listed nowhere, no new key), its keys are revoked (a key of several apps loses
+   * it) and the deletion is stored; then a deletion job of kind `app` erases every row of it, and
+   * survives restarts like a user erasure. `not_found` when there is no such app.
+   */
+  async requestAppDeletion(appId: string, actor: AuditActor, now = Date.now()): Promise<DeletionView> {
+    const id = randomUUID();
+    const row = await this.deletions.transaction(async (tx) => {
+      const name = await this.apps.markDeleting(appId, tx);
+      const revoked = await this.keys.detachApp(appId, tx);
+      const inserted = await this.deletions.insert(tx, {
+        id,
+        appId,
+        kind: 'app',
+        userIds: [],
+        suppress: false,
+        requestedBy: actor,
+        notBefore: now,
+      });
+      const details = { name, keysRevoked: revoked.length };
+      await this.audit.record({ action: 'app.deletion_requested', actor, appId, targetId: id, details }, tx);
+      return inserted;
+    });
     this.metrics?.requested();
     return deletionView(row);
   }

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { PartitionRepository } from '@app/storage/partition.repository';
 import { RollupsService } from '@app/rollups/rollups.service';
 import { QuarantineRepository } from '@app/plans/quarantine.repository';
-import { DeletionRepository } from './deletion.repository';
+import { DeletionRepository, type DeletionKind } from './deletion.repository';
 import { EventErasureRepository } from './event-erasure.repository';
 
 /** What an erasure step works on. `userIds` are in their stored form. */
@@ -47,6 +47,36 @@ async function pacedPiece(target: ErasureTarget, work: () => Promise<'last' | 'm
 /** Events deleted per statement: short transactions, and a crash loses at most one batch's work. */
 export const EVENT_BATCH = 5_000;
 
+/** How one partition's events of the target are deleted in batches, and whether any is left. */
+interface PartitionEraser {
+  deleteBatch(partition: string, target: ErasureTarget): Promise<number>;
+  anyLeft(partition: string, target: ErasureTarget): Promise<boolean>;
+}
+
+/** Deletes the target's events from every daily partition, batch by batch, paced. */
+async function eraseEveryPartition(
+  partitions: PartitionRepository,
+  eraser: PartitionEraser,
+  target: ErasureTarget,
+): Promise<boolean> {
+  // Newest first: the days ingest writes, whose rows a read is likeliest to show.
+  for (const { name } of (await partitions.list()).reverse()) {
+    let piece: Piece;
+    do {
+      piece = await pacedPiece(target, async () => {
+        const n = await eraser.deleteBatch(name, target);
+        // A short batch does not prove the partition done: after a crash, the dead process's last
+        // statement may still be running and take rows this one waited for. Only a look that
+        // finds none left ends the partition.
+        const done = n < EVENT_BATCH && !(await eraser.anyLeft(name, target));
+        return done ? 'last' : 'more';
+      });
+      if (piece === 'stopped') return false;
+    } while (piece === 'more');
+  }
+  return true;
+}
+
 /** The users' events, from every daily partition. */
 @Injectable()
 export class EventsErasureStep implements ErasureStep {
@@ -57,29 +87,63 @@ export class EventsErasureStep implements ErasureStep {
     private readonly events: EventErasureRepository,
   ) {}
 
+  run(target: ErasureTarget): Promise<boolean> {
+    return eraseEveryPartition(
+      this.partitions,
+      {
+        deleteBatch: (p, t) => this.events.deleteBatch(p, t.deletionId, t.appId, t.userIds, EVENT_BATCH),
+        anyLeft: (p, t) => this.events.anyLeft(p, t.appId, t.userIds),
+      },
+      target,
+    );
+  }
+}
+
+/** Every event of an app (its deletion), from every daily partition. */
+@Injectable()
+export class AppEventsErasureStep implements ErasureStep {
+  readonly name = 'app-events';
+
+  constructor(
+    private readonly partitions: PartitionRepository,
+    private readonly events: EventErasureRepository,
+  ) {}
+
+  run(target: ErasureTarget): Promise<boolean> {
+    return eraseEveryPartition(
+      this.partitions,
+      {
+        deleteBatch: (p, t) => this.events.deleteAppBatch(p, t.deletionId, t.appId, EVENT_BATCH),
+        anyLeft: (p, t) => this.events.anyOfAppLeft(p, t.appId),
+      },
+      target,
+    );
+  }
+}
+
+/**
+ * The rest of an app, once its events are gone: every other table that holds its rows (found in
+ * the catalog, so that a table added later is reached too), then its keys, its user deletions'
+ * records and the app itself. No rollup computation runs meanwhile, so none writes the app's
+ * rows again. Each statement is idempotent: a rerun after a crash finds less or nothing.
+ */
+@Injectable()
+export class AppRowsErasureStep implements ErasureStep {
+  readonly name = 'app-rows';
+
+  constructor(
+    private readonly deletions: DeletionRepository,
+    private readonly rollups: RollupsService,
+  ) {}
+
   async run(target: ErasureTarget): Promise<boolean> {
-    // Newest first: the days ingest writes, whose rows a read is likeliest to show.
-    const partitions = (await this.partitions.list()).reverse();
-    for (const { name } of partitions) {
-      let piece: Piece;
-      do {
-        piece = await pacedPiece(target, async () => {
-          const n = await this.events.deleteBatch(
-            name,
-            target.deletionId,
-            target.appId,
-            target.userIds,
-            EVENT_BATCH,
-          );
-          // A short batch does not prove the partition done: after a crash, the dead process's last
-          // statement may still be running and take rows this one waited for. Only a look that
-          // finds none left ends the partition.
-          const done = n < EVENT_BATCH && !(await this.events.anyLeft(name, target.appId, target.userIds));
-          return done ? 'last' : 'more';
-        });
-        if (piece === 'stopped') return false;
-      } while (piece === 'more');
-    }
+    if (target.stopping()) return false;
+    await this.rollups.exclusive(async (manager) => {
+      for (const table of await this.deletions.appTables(manager)) {
+        await this.deletions.deleteAppRows(table, target.appId, manager);
+      }
+    });
+    await this.deletions.deleteAppRecord(target.appId, target.deletionId);
     return true;
   }
 }
@@ -130,5 +194,8 @@ export class RollupsErasureStep implements ErasureStep {
   }
 }
 
-/** The ordered list of erasure steps (src/privacy/privacy.module.ts builds it). */
+/** The ordered erasure steps of each kind of deletion (src/privacy/privacy.module.ts builds them). */
 export const ERASURE_STEPS = Symbol('ERASURE_STEPS');
+
+/** The steps of a deletion, by its kind. */
+export type ErasureSteps = Record<DeletionKind, ErasureStep[]>;

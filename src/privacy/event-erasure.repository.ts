@@ -51,6 +51,36 @@ export class EventErasureRepository {
     return row?.n ?? 0;
   }
 
+  /**
+   * Deletes at most `limit` events of the whole app from one partition (an app's deletion);
+   * returns how many, and counts them in the deletion's row in the same statement.
+   */
+  async deleteAppBatch(partition: string, deletionId: string, appId: string, limit: number): Promise<number> {
+    if (!PARTITION_NAME.test(partition)) throw new Error(`not an events partition: ${partition}`);
+    const [row] = (await this.db.query(
+      `WITH gone AS (
+         DELETE FROM ${partition}
+          WHERE ctid = ANY (ARRAY(
+                  SELECT ctid FROM ${partition} WHERE app_id = $2 LIMIT $3))
+         RETURNING 1)
+       UPDATE deletions d SET events_deleted = d.events_deleted + (SELECT count(*) FROM gone)
+        WHERE d.id = $1
+       RETURNING (SELECT count(*) FROM gone)::int AS n`,
+      [deletionId, appId, limit],
+    )) as { n: number }[];
+    return row?.n ?? 0;
+  }
+
+  /** Whether any event of `appId` is left in one partition. */
+  async anyOfAppLeft(partition: string, appId: string): Promise<boolean> {
+    if (!PARTITION_NAME.test(partition)) throw new Error(`not an events partition: ${partition}`);
+    const [row] = (await this.db.query(
+      `SELECT EXISTS (SELECT 1 FROM ${partition} WHERE app_id = $1) AS left`,
+      [appId],
+    )) as { left: boolean }[];
+    return row.left;
+  }
+
   /** Whether any event of `userIds` in `appId` is left in one partition. */
   async anyLeft(partition: string, appId: string, userIds: string[]): Promise<boolean> {
     if (!PARTITION_NAME.test(partition)) throw new Error(`not an events partition: ${partition}`);

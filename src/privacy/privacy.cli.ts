@@ -1,6 +1,7 @@
 import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 import type { DataSource } from 'typeorm';
 import type { AppsService } from '@app/auth/apps.service';
+import type { KeysService } from '@app/auth/keys.service';
 import type { AuditService } from '@app/audit/audit.service';
 import { UserSuppressions } from '@app/common/suppressions/user-suppressions';
 import type { RollupsService } from '@app/rollups/rollups.service';
@@ -8,7 +9,14 @@ import { PartitionRepository } from '@app/storage/partition.repository';
 import { DeletionRepository } from './deletion.repository';
 import { DeletionJob, deletionEnded } from './deletion-job';
 import { DeletionsService, DeletionView, deletionView } from './deletions.service';
-import { EventsErasureStep, QuarantineErasureStep, RollupsErasureStep } from './erasure-steps';
+import {
+  AppEventsErasureStep,
+  AppRowsErasureStep,
+  EventsErasureStep,
+  QuarantineErasureStep,
+  RollupsErasureStep,
+  type ErasureSteps,
+} from './erasure-steps';
 import { QuarantineRepository } from '@app/plans/quarantine.repository';
 import { EventErasureRepository } from './event-erasure.repository';
 import { SuppressionRepository } from './suppression.repository';
@@ -28,6 +36,7 @@ export interface CliPrivacy {
 export function buildCliPrivacy(
   db: DataSource,
   apps: AppsService,
+  keys: KeysService,
   audit: AuditService,
   rollups: RollupsService,
   pausePercent: number,
@@ -45,12 +54,18 @@ export function buildCliPrivacy(
     apps,
     audit,
     new CursorSecretRepository(db),
+    keys,
   );
-  const steps = [
-    new EventsErasureStep(new PartitionRepository(db), new EventErasureRepository(db)),
-    new QuarantineErasureStep(new QuarantineRepository(db)),
-    new RollupsErasureStep(deletionRepo, rollups),
-  ];
+  const partitions = new PartitionRepository(db);
+  const eventRows = new EventErasureRepository(db);
+  const steps: ErasureSteps = {
+    users: [
+      new EventsErasureStep(partitions, eventRows),
+      new QuarantineErasureStep(new QuarantineRepository(db)),
+      new RollupsErasureStep(deletionRepo, rollups),
+    ],
+    app: [new AppEventsErasureStep(partitions, eventRows), new AppRowsErasureStep(deletionRepo, rollups)],
+  };
   const job = new DeletionJob(deletionRepo, steps, { ended: deletionEnded(audit), pausePercent });
   const runToEnd = async (id: string): Promise<DeletionView> => {
     for (;;) {

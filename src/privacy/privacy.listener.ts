@@ -5,7 +5,7 @@ import { AuditService } from '@app/audit/audit.service';
 import { PgListener } from '@app/common/pg-listener';
 import { DELETIONS_CHANNEL, DeletionRepository } from './deletion.repository';
 import { DeletionJob, deletionEnded } from './deletion-job';
-import { ERASURE_STEPS, type ErasureStep } from './erasure-steps';
+import { ERASURE_STEPS, type ErasureSteps } from './erasure-steps';
 import { PrivacyMetrics } from './privacy.metrics';
 import { SUPPRESSIONS_CHANNEL } from './suppression.repository';
 import { SuppressionsService } from './suppressions.service';
@@ -34,7 +34,7 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
     private readonly deletions: DeletionRepository,
-    @Inject(ERASURE_STEPS) steps: ErasureStep[],
+    @Inject(ERASURE_STEPS) steps: ErasureSteps,
     metrics: PrivacyMetrics,
     audit: AuditService,
     private readonly suppressions: SuppressionsService,

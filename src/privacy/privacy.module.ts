@@ -9,7 +9,15 @@ import { StorageModule } from '@app/storage/storage.module';
 import { DeletionRepository } from './deletion.repository';
 import { DeletionsController } from './deletions.controller';
 import { DeletionsService } from './deletions.service';
-import { ERASURE_STEPS, EventsErasureStep, QuarantineErasureStep, RollupsErasureStep } from './erasure-steps';
+import {
+  AppEventsErasureStep,
+  AppRowsErasureStep,
+  ERASURE_STEPS,
+  EventsErasureStep,
+  QuarantineErasureStep,
+  RollupsErasureStep,
+  type ErasureSteps,
+} from './erasure-steps';
 import { PlansModule } from '@app/plans/plans.module';
 import { EventErasureRepository } from './event-erasure.repository';
 import { PrivacyListener } from './privacy.listener';
@@ -45,14 +53,24 @@ import { SuppressionsService } from './suppressions.service';
     EventsErasureStep,
     QuarantineErasureStep,
     RollupsErasureStep,
+    AppEventsErasureStep,
+    AppRowsErasureStep,
     {
       provide: ERASURE_STEPS,
       useFactory: (
         events: EventsErasureStep,
         quarantine: QuarantineErasureStep,
         rollups: RollupsErasureStep,
-      ) => [events, quarantine, rollups],
-      inject: [EventsErasureStep, QuarantineErasureStep, RollupsErasureStep],
+        appEvents: AppEventsErasureStep,
+        appRows: AppRowsErasureStep,
+      ): ErasureSteps => ({ users: [events, quarantine, rollups], app: [appEvents, appRows] }),
+      inject: [
+        EventsErasureStep,
+        QuarantineErasureStep,
+        RollupsErasureStep,
+        AppEventsErasureStep,
+        AppRowsErasureStep,
+      ],
     },
   ],
 })

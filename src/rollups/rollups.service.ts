@@ -1,3 +1,4 @@
+import type { EntityManager } from 'typeorm';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
 import { AppError } from '@app/common/app-error';
@@ -273,6 +274,23 @@ export class RollupsService implements BeforeApplicationShutdown {
       throw new AppError('service_unavailable', 'Another rollup computation is still running.');
     }
     return { days: result.value.days, rows: result.value.rows };
+  }
+
+  /**
+   * Runs `work` while no rollup computation runs anywhere (it holds the computation lock), so
+   * that no computation reads an app's marks or writes its rows meanwhile: an app's deletion.
+   * `work` gets the connection that holds the lock. Fails with `service_unavailable` if the
+   * lock never comes; a rerun is harmless.
+   */
+  async exclusive<T>(
+    work: (manager: EntityManager) => Promise<T>,
+    lockWaitMs = COMPUTE_LOCK_WAIT_MS,
+  ): Promise<T> {
+    const result = await this.computation.withComputationLock((runner) => work(runner.manager), lockWaitMs);
+    if (!result.locked) {
+      throw new AppError('service_unavailable', 'Another rollup computation is still running.');
+    }
+    return result.value;
   }
 
   /** Lets a running computation finish its current day, then stops it; later days stay marked. */
