@@ -80,6 +80,7 @@ describe('admin CLI: JSON documents and exit codes', () => {
       id: expect.stringMatching(UUID),
       key: expect.stringMatching(/^tly_live_[0-9A-Za-z]{49}$/),
       appId: app.id,
+      expiresAt: null,
       mode: 'live',
     });
     const test = await cli(
@@ -97,6 +98,7 @@ describe('admin CLI: JSON documents and exit codes', () => {
       id: expect.stringMatching(UUID),
       key: expect.stringMatching(/^tly_test_[0-9A-Za-z]{49}$/),
       appId: app.id,
+      expiresAt: null,
       mode: 'test',
     });
     const res = await postIngest(t.http, live.json.key, { events: [{ eventName: 'App.opened' }] });
@@ -141,6 +143,7 @@ describe('admin CLI: JSON documents and exit codes', () => {
       lastUsedAt: null,
       expiresAt: null,
       revokedAt: null,
+      unused: false,
     });
     expect(byId[api.id]).toEqual(
       expect.objectContaining({
@@ -180,6 +183,7 @@ describe('admin CLI: JSON documents and exit codes', () => {
         test: expect.stringMatching(/^tly_test_/),
       },
       apiKey: expect.stringMatching(/^tly_api_/),
+      revokedKeys: expect.any(Number),
     });
     const events = await request(t.http)
       .get('/api/v1/events')
@@ -200,9 +204,59 @@ describe('admin CLI: JSON documents and exit codes', () => {
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(new RegExp(`^Demo app ${first.json.app.id} \\(already there: reused`));
     const third = await cli('seed', '--json');
-    expect(third.json).toMatchObject({ app: first.json.app, appCreated: false });
+    expect(third.json).toMatchObject({ app: first.json.app, appCreated: false, revokedKeys: 3 });
     expect(third.json.ingestKeys.live).not.toBe(first.json.ingestKeys.live);
     expect(await countApps()).toBe(apps);
+    // Only the newest demo keys work: seeding twice never leaves two active demo read keys.
+    const keys = (await cli('keys', 'list', '--app', first.json.app.id, '--json')).json as {
+      name: string | null;
+      revokedAt: string | null;
+    }[];
+    const active = keys.filter((k) => k.name?.startsWith('demo ') && k.revokedAt === null);
+    expect(active.map((k) => k.name).sort()).toEqual(['demo live', 'demo read', 'demo test']);
+    const old = await postIngest(t.http, first.json.ingestKeys.live, { events: [{ eventName: 'Old.key' }] });
+    expect(old.status).toBe(401);
+  });
+
+  it('keys take a life (--expires-in 90d), and keys list flags an active key unused for 30 days', async () => {
+    const app = (await cli('apps', 'create', '--name', 'Lives', '--json')).json;
+    const before = Date.now();
+    const ingest = await cli('keys', 'create-ingest', '--app', app.id, '--expires-in', '90d', '--json');
+    const expires = Date.parse(ingest.json.expiresAt as string);
+    expect(expires - before).toBeGreaterThanOrEqual(90 * DAY_MS - 1000);
+    expect(expires - Date.now()).toBeLessThanOrEqual(90 * DAY_MS);
+    const api = await cli(
+      'keys',
+      'create-api',
+      '--app',
+      app.id,
+      '--scope',
+      'events:read',
+      '--expires-in',
+      '7d',
+      '--json',
+    );
+    expect(Date.parse(api.json.expiresAt as string) - before).toBeGreaterThanOrEqual(7 * DAY_MS - 1000);
+    for (const bad of ['0d', '90', '3651d', 'soon']) {
+      expectUsageError(
+        await cli('keys', 'create-ingest', '--app', app.id, '--expires-in', bad, '--json'),
+        /a life in days such as 90d/,
+      );
+    }
+    const old = (await cli('keys', 'create-ingest', '--app', app.id, '--json')).json;
+    await t.db.query(`UPDATE keys SET created_at = now() - interval '31 days' WHERE id = $1`, [old.id]);
+    const used = (await cli('keys', 'create-ingest', '--app', app.id, '--json')).json;
+    await t.db.query(
+      `UPDATE keys SET created_at = now() - interval '90 days', last_used_at = now() - interval '2 days' WHERE id = $1`,
+      [used.id],
+    );
+    const listed = await cli('keys', 'list', '--app', app.id, '--json');
+    const byId = Object.fromEntries(
+      listed.json.map((k: { id: string; unused: boolean }) => [k.id, k.unused]),
+    );
+    expect(byId).toEqual({ [ingest.json.id]: false, [api.json.id]: false, [old.id]: true, [used.id]: false });
+    const text = await cli('keys', 'list', '--app', app.id);
+    expect(text.stdout).toMatch(new RegExp(`${old.id} .*active, unused 30d\\+`));
   });
 
   it('rollups compute prints day and row counts', async () => {

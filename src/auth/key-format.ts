@@ -1,6 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
+/** An active key neither used nor made in this many days is flagged `unused` (tally keys list). */
+export const UNUSED_AFTER_DAYS = 30;
+
 /**
  * Key format: `tly_<kind>_<secret><checksum>`.
  *

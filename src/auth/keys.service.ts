@@ -10,7 +10,7 @@ import { AppsService } from './apps.service';
 import { IngestMode, KeyEntity, KNOWN_SCOPES } from './key.entity';
 import { KeyRepository } from './key.repository';
 import { DEFAULT_ROTATION_GRACE_DAYS, KeyRotation, MAX_ROTATION_GRACE_DAYS } from './key-rotation';
-import { generateKey, hashKey, KeyPrefixKind, maskKey } from './key-format';
+import { generateKey, hashKey, KeyPrefixKind, maskKey, UNUSED_AFTER_DAYS } from './key-format';
 import { KeyVerifier } from './key-verifier';
 import { invalidKey } from './auth-errors';
 
@@ -26,6 +26,8 @@ export interface KeyListing {
   lastUsedAt: string | null;
   expiresAt: string | null;
   revokedAt: string | null;
+  /** Active, and neither used nor made in the last UNUSED_AFTER_DAYS days: a candidate to revoke. */
+  unused: boolean;
 }
 
 export interface KeyInfo {
@@ -34,6 +36,11 @@ export interface KeyInfo {
   scopes: string[];
   expiresAt: string | null;
   apps: { id: string; name: string; timezone: string }[];
+}
+
+/** A key's expiry `days` from now; null for a key that never expires. */
+function expiryOf(days: number | null): Date | null {
+  return days === null ? null : new Date(Date.now() + days * DAY_MS);
 }
 
 function iso(d: Date | null): string | null {
@@ -54,16 +61,23 @@ export class KeysService {
     private readonly audit: AuditService,
   ) {}
 
-  async createIngestKey(appId: string, mode: IngestMode, name: string | null, actor: AuditActor) {
+  async createIngestKey(
+    appId: string,
+    mode: IngestMode,
+    name: string | null,
+    actor: AuditActor,
+    expiresInDays: number | null = null,
+  ) {
     assertUuid(appId, 'app');
     await this.apps.assertExist([appId]);
-    const fields = { kind: 'ingest' as const, mode, name, appIds: [appId], scopes: [], expiresAt: null };
+    const expiresAt = expiryOf(expiresInDays);
+    const fields = { kind: 'ingest' as const, mode, name, appIds: [appId], scopes: [], expiresAt };
     const { id, key } = await this.keys.transaction(async (keys, manager) => {
       const issued = await this.issue(mode, fields, keys);
       await this.recordCreated(issued.id, fields, actor, manager);
       return issued;
     });
-    return { id, key, appId, mode };
+    return { id, key, appId, mode, expiresAt: iso(expiresAt) };
   }
 
   async createApiKey(
@@ -86,7 +100,7 @@ export class KeysService {
       );
     }
     await this.apps.assertExist(apps);
-    const expiresAt = expiresInDays === null ? null : new Date(Date.now() + expiresInDays * DAY_MS);
+    const expiresAt = expiryOf(expiresInDays);
     const fields = { kind: 'api' as const, mode: null, name, appIds: apps, scopes: grants, expiresAt };
     const { id, key } = await this.keys.transaction(async (keys, manager) => {
       const issued = await this.issue('api', fields, keys);
@@ -133,7 +147,6 @@ export class KeysService {
     return keys.map((k) => this.toListing(k));
   }
 
-  /** Revokes a key at once; revoking a revoked key changes nothing and records nothing. */
   /**
    * Takes a deleted app away from every key, in the caller's transaction (see
    * KeyRepository.detachApp); returns the ids of the keys revoked.
@@ -142,6 +155,7 @@ export class KeysService {
     return this.keys.detachApp(appId, new Date(), manager);
   }
 
+  /** Revokes a key at once; revoking a revoked key changes nothing and records nothing. */
   async revoke(id: string, actor: AuditActor): Promise<{ id: string; revokedAt: string }> {
     assertUuid(id, 'key id');
     const key = await this.keys.transaction(async (keys, manager) => {
@@ -224,8 +238,10 @@ export class KeysService {
     return rotation;
   }
 
-  private toListing(k: KeyEntity): KeyListing {
+  private toListing(k: KeyEntity, now = Date.now()): KeyListing {
     const prefix: KeyPrefixKind = k.kind === 'api' ? 'api' : (k.mode as IngestMode);
+    const active = k.revokedAt === null && (k.expiresAt === null || k.expiresAt.getTime() > now);
+    const lastSign = Math.max(k.createdAt.getTime(), k.lastUsedAt?.getTime() ?? 0);
     return {
       id: k.id,
       kind: k.kind,
@@ -238,6 +254,7 @@ export class KeysService {
       lastUsedAt: iso(k.lastUsedAt),
       expiresAt: iso(k.expiresAt),
       revokedAt: iso(k.revokedAt),
+      unused: active && now - lastSign >= UNUSED_AFTER_DAYS * DAY_MS,
     };
   }
 }

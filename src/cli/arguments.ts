@@ -79,3 +79,13 @@ export function instantArg(value: string): Date {
   }
   return at;
 }
+
+/** `--expires-in <n>d`: a life of 1 to 3650 days, as a number of days. */
+export function lifeInDays(value: string): number {
+  const m = /^(\d{1,4})d$/.exec(value.trim());
+  const days = m ? Number(m[1]) : NaN;
+  if (!(days >= 1 && days <= 3650)) {
+    throw new InvalidArgumentError('a life in days such as 90d, from 1d to 3650d');
+  }
+  return days;
+}

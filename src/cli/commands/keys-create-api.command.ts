@@ -1,6 +1,6 @@
 import { Option } from '@commander-js/extra-typings';
 import { KNOWN_SCOPES } from '@app/auth/scopes';
-import { oneOfEach, uuids, wholeNumber } from '@app/cli/arguments';
+import { lifeInDays, oneOfEach, uuids, wholeNumber } from '@app/cli/arguments';
 import { cliActor } from '@app/cli/actor';
 import { defineJsonCommand } from '@app/cli/command';
 import type { CliRuntime } from '@app/cli/runtime';
@@ -11,7 +11,7 @@ export function keysCreateApiCommand(rt: CliRuntime) {
     `Issue an API key for one or more apps: reads, exports, erasure or tracking plans. Scopes: ${KNOWN_SCOPES.join(', ')}.`,
     [
       'tally keys create-api --app 0b6f1c2e-8d4a-4c7e-9a51-2f3d4e5a6b7c --scope events:read --scope rollups:read',
-      'tally keys create-api --app <appId> --app <otherAppId> --scope rollups:read --expires-in-days 90 --json',
+      'tally keys create-api --app <appId> --app <otherAppId> --scope rollups:read --expires-in 90d --json',
     ],
     '{ "id", "key", "appIds", "scopes", "expiresAt" }',
   )
@@ -23,8 +23,13 @@ export function keysCreateApiCommand(rt: CliRuntime) {
         .makeOptionMandatory(),
     )
     .option(
+      '--expires-in <life>',
+      'the key stops working after this many days, such as 90d (1d to 3650d); default never',
+      lifeInDays,
+    )
+    .option(
       '--expires-in-days <n>',
-      'the key stops working after n days (1 to 3650); default never',
+      'the same as --expires-in <n>d (kept for scripts that use it)',
       wholeNumber(1, 3650),
     )
     .option('--name <label>', 'a label for people, shown by keys list')
@@ -33,7 +38,7 @@ export function keysCreateApiCommand(rt: CliRuntime) {
       const key = await keys.createApiKey(
         options.app,
         options.scope,
-        options.expiresInDays ?? null,
+        options.expiresIn ?? options.expiresInDays ?? null,
         options.name ?? null,
         cliActor(),
       );
