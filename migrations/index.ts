@@ -14,6 +14,7 @@ import { TrackingPlans1763910000000 } from './1763910000000-tracking-plans';
 import { PlanQuality1763910100000 } from './1763910100000-plan-quality';
 import { QuarantineBounds1763920000000 } from './1763920000000-quarantine-bounds';
 import { AppDeletion1763930000000 } from './1763930000000-app-deletion';
+import { DeletionUserKeys1763940000000 } from './1763940000000-deletion-user-keys';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -34,4 +35,5 @@ export const MIGRATIONS = [
   PlanQuality1763910100000,
   QuarantineBounds1763920000000,
   AppDeletion1763930000000,
+  DeletionUserKeys1763940000000,
 ];

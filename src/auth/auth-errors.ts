@@ -19,7 +19,9 @@ export function wrongKeyType(expected: 'ingest' | 'api'): AppError {
 }
 
 export function insufficientScope(scope: string): AppError {
-  return new AppError('insufficient_scope', `The key lacks the scope ${scope}.`, {
+  // `scope` is one scope, or several separated by spaces, any of which would do (RFC 6750).
+  const named = scope.split(' ').join(' or ');
+  return new AppError('insufficient_scope', `The key lacks the scope ${named}.`, {
     headers: { 'WWW-Authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"` },
     extra: { requiredScope: scope },
   });

@@ -15,13 +15,13 @@ import { ReadConcurrencyInterceptor } from './read-concurrency.interceptor';
  * then the key's read cost bound (concurrent reads and read time, 429) and the statement timeout
  * (503 `query_timeout`) wrap the handler.
  */
-export function ReadEndpoint(scope: Scope): MethodDecorator {
+export function ReadEndpoint(scope: Scope | readonly Scope[]): MethodDecorator {
   return applyDecorators(
     ApiBearerAuth(API_KEY_SCHEME),
     UseGuards(ApiKeyGuard, KeyThrottlerGuard, ScopeGuard),
     UseInterceptors(ReadConcurrencyInterceptor, ReadTimeoutInterceptor),
     SkipThrottle({ ingest: true }),
     RequireScope(scope),
-    ApiReadErrors(scope),
+    ApiReadErrors(typeof scope === 'string' ? scope : scope.join('` or `')),
   );
 }

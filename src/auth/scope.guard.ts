@@ -8,8 +8,8 @@ import { appForbidden, insufficientScope } from './auth-errors';
 
 const SCOPE = 'tally:scope';
 
-/** Names the scope a read endpoint needs. */
-export const RequireScope = (scope: Scope) => SetMetadata(SCOPE, scope);
+/** Names the scope a read endpoint needs, or the scopes of which it needs any one. */
+export const RequireScope = (scope: Scope | readonly Scope[]) => SetMetadata(SCOPE, scope);
 
 /**
  * Checks the scope, then that the `appId` query parameter is one of the key's apps. A missing
@@ -20,14 +20,16 @@ export class ScopeGuard implements CanActivate {
   constructor(private readonly reflector: Reflector) {}
 
   canActivate(context: ExecutionContext): boolean {
-    const scope = this.reflector.getAllAndOverride<Scope | undefined>(SCOPE, [
+    const required = this.reflector.getAllAndOverride<Scope | readonly Scope[] | undefined>(SCOPE, [
       context.getHandler(),
       context.getClass(),
     ]);
-    if (!scope) throw new Error('ScopeGuard needs @RequireScope');
+    if (!required) throw new Error('ScopeGuard needs @RequireScope');
+    const scopes: readonly Scope[] = typeof required === 'string' ? [required] : required;
+    const scope = scopes.join(' ');
     const req = context.switchToHttp().getRequest<Request>();
     const key = requestKey(req);
-    if (!key.scopes.includes(scope)) throw insufficientScope(scope);
+    if (!scopes.some((s) => key.scopes.includes(s))) throw insufficientScope(scope);
     const appId = req.query.appId;
     if (typeof appId === 'string' && appId !== '' && !key.appIds.includes(normaliseAppId(appId))) {
       throw appForbidden(scope);

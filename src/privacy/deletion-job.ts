@@ -4,6 +4,7 @@ import { sqlState } from '@app/database/transient-error';
 import type { AuditService } from '@app/audit/audit.service';
 import { DeletionRepository, DeletionRow } from './deletion.repository';
 import type { ErasureSteps } from './erasure-steps';
+import { userKey } from '@app/common/user-keys';
 
 /** Failed attempts before a deletion is given up as `failed` (a crash or a shutdown is not one). */
 export const MAX_ATTEMPTS = 10;
@@ -16,6 +17,18 @@ export interface DeletionJobHooks {
   metrics?: { ended(status: 'done' | 'failed', seconds: number): void };
   /** ERASURE_PAUSE_PERCENT: the pause after each piece of work, in percent of its time. */
   pausePercent?: number;
+  /** The users' keys outside Tally (common/user-keys.ts), kept with a finished deletion. */
+  userKeys?(appId: string, userIds: string[]): Promise<string[]>;
+}
+
+/** The `userKeys` hook on the server's secret (CursorSecretRepository.userKeySecret). */
+export function userKeysOf(secrets: {
+  userKeySecret(): Promise<Buffer>;
+}): NonNullable<DeletionJobHooks['userKeys']> {
+  return async (appId, userIds) => {
+    const secret = await secrets.userKeySecret();
+    return userIds.map((id) => userKey(secret, appId, id));
+  };
 }
 
 /** The audit entry of a deletion's end, under the actor who requested it. */
@@ -98,8 +111,13 @@ export class DeletionJob {
   }
 
   private async end(row: DeletionRow, status: 'done' | 'failed', error: string | null): Promise<RunOutcome> {
+    // The users' keys, for the copies outside Tally; an app's deletion names no users.
+    const keys =
+      status === 'done' && row.kind === 'users' && this.hooks.userKeys
+        ? await this.hooks.userKeys(row.appId, row.userIds ?? [])
+        : null;
     const ended = await this.deletions.transaction(async (tx) => {
-      const finished = await this.deletions.finish(tx, row.id, status, error);
+      const finished = await this.deletions.finish(tx, row.id, status, error, keys);
       await this.hooks.ended?.(tx, finished);
       return finished;
     });

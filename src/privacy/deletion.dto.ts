@@ -1,6 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { NO_CONTROL_CHARACTERS_PATTERN } from '@app/common/control-characters';
+import { IsOptional } from 'class-validator';
 import { CursorParam, LimitParam } from '@app/common/reads/page-params';
+import { IsInstant } from '@app/common/reads/query-validators';
 import { AppIdParam } from '@app/common/reads/query-params';
 import type { DeletionView } from './deletions.service';
 
@@ -35,6 +37,15 @@ export class ListDeletionsQueryDto {
 
   @CursorParam()
   cursor?: string;
+
+  @ApiPropertyOptional({
+    description:
+      'Only the deletions done at or after this time (their `finishedAt`): epoch ms or ISO-8601 with an offset.',
+    example: '1763769600000',
+  })
+  @IsOptional()
+  @IsInstant()
+  since?: string;
 }
 
 const STATUSES = ['pending', 'running', 'done', 'failed'];
@@ -69,4 +80,13 @@ export class DeletionRecordDto implements DeletionView {
 
   @ApiProperty({ type: 'integer', nullable: true, description: 'Epoch milliseconds, or null.' })
   finishedAt!: number | null;
+
+  @ApiPropertyOptional({
+    type: 'string',
+    isArray: true,
+    description:
+      'Once `done`: the users’ keys outside Tally, the `userKey` of their exported records (an HMAC of the ' +
+      'app and the user id, never the id). Absent before.',
+  })
+  userKeys?: string[];
 }

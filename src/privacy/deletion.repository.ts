@@ -28,6 +28,8 @@ export interface DeletionRow {
   createdAt: number;
   startedAt: number | null;
   finishedAt: number | null;
+  /** The users' keys outside Tally (common/user-keys.ts), once the deletion is done. */
+  userKeys: string[] | null;
   /** Epoch microseconds as a decimal string, for the listing's cursor (listForApp only). */
   createdUs?: string;
 }
@@ -59,7 +61,7 @@ const COLUMNS = `id, app_id AS "appId", kind, status, user_count AS "userCount",
   suppress, requested_by AS "requestedBy", steps_done AS "stepsDone", days::text[] AS days, events_deleted::float8 AS "eventsDeleted",
   days_recomputed AS "daysRecomputed", attempts, ${ms('not_before')} AS "notBefore",
   ${ms('created_at')} AS "createdAt", ${ms('started_at')} AS "startedAt",
-  ${ms('finished_at')} AS "finishedAt"`;
+  ${ms('finished_at')} AS "finishedAt", user_keys AS "userKeys"`;
 
 /** The `deletions` table: requests and the state of their jobs. */
 @Injectable()
@@ -138,13 +140,25 @@ export class DeletionRepository {
     });
   }
 
-  /** An app's deletions, newest first by (created_at, id), strictly after `after`. */
-  async listForApp(appId: string, after: DeletionPosition | null, limit: number): Promise<DeletionRow[]> {
+  /**
+   * An app's deletions, newest first by (created_at, id), strictly after `after`; with
+   * `finishedSince` (epoch ms), only those done since then.
+   */
+  async listForApp(
+    appId: string,
+    after: DeletionPosition | null,
+    limit: number,
+    finishedSince: number | null = null,
+  ): Promise<DeletionRow[]> {
     const params: unknown[] = [appId, limit];
     let where = 'app_id = $1';
     if (after !== null) {
       params.push(microsLiteral(after.createdUs), after.id);
-      where += ' AND (created_at, id) < ($3::timestamptz, $4::uuid)';
+      where += ` AND (created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`;
+    }
+    if (finishedSince !== null) {
+      params.push(finishedSince);
+      where += ` AND status = 'done' AND finished_at >= to_timestamp($${params.length}::float8 / 1000)`;
     }
     return (await this.db.query(
       `SELECT ${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::bigint::text AS "createdUs"
@@ -220,11 +234,12 @@ export class DeletionRepository {
     id: string,
     status: 'done' | 'failed',
     error: string | null,
+    userKeys: string[] | null = null,
   ): Promise<DeletionRow> {
     const [rows] = (await tx.query(
-      `UPDATE deletions SET status = $2, user_ids = NULL, finished_at = now(), error = $3
+      `UPDATE deletions SET status = $2, user_ids = NULL, finished_at = now(), error = $3, user_keys = $4::text[]
         WHERE id = $1 RETURNING ${COLUMNS}`,
-      [id, status, error],
+      [id, status, error, userKeys],
     )) as [DeletionRow[], number];
     return rows[0];
   }

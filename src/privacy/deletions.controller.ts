@@ -5,6 +5,7 @@ import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/op
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 import { DEFAULT_LIMIT } from '@app/common/reads/page-params';
 import { setNextPageHeaders } from '@app/common/reads/next-page';
+import { parseInstant } from '@app/common/reads/time-params';
 import { ReadEndpoint } from '@app/auth/read-endpoint.decorator';
 import { requestKey } from '@app/auth/authenticated-request';
 import { appForbidden } from '@app/auth/auth-errors';
@@ -60,20 +61,23 @@ export class DeletionsController {
   @ApiOperation({
     summary: 'List the deletions of an app',
     description:
-      'Needs an API key with the scope `privacy:write` and access to `appId`. Newest first, at most ' +
-      '`limit` (default 100); `Link` and `X-Next-Cursor` name the next page.',
+      'Needs an API key with the scope `privacy:write` or `events:export` and access to `appId`. Newest ' +
+      'first, at most `limit` (default 100); `Link` and `X-Next-Cursor` name the next page. A done ' +
+      'deletion lists its users’ `userKeys`, the `userKey` of their exported records: a warehouse that ' +
+      'keeps exports deletes those users too, with `since` to read only the deletions done since its last sync.',
   })
   @ApiOkResponse({ type: DeletionRecordDto, isArray: true, headers: RATE_LIMIT_HEADERS })
   @ApiProblemResponse(
     400,
     'Invalid query parameters (`invalid_query`, with `errors`) or a tampered `cursor` (`invalid_cursor`).',
   )
-  @ReadEndpoint(SCOPE)
+  @ReadEndpoint([SCOPE, 'events:export'])
   async list(
     @Query(QueryValidationPipe) query: ListDeletionsQueryDto,
     @Res({ passthrough: true }) res: Response,
   ): Promise<DeletionView[]> {
-    const page = await this.deletions.list(query.appId, query.cursor, query.limit ?? DEFAULT_LIMIT);
+    const since = query.since === undefined ? null : parseInstant(query.since);
+    const page = await this.deletions.list(query.appId, query.cursor, query.limit ?? DEFAULT_LIMIT, since);
     setNextPageHeaders(res, '/api/v1/deletions', query, page.nextCursor);
     return page.deletions;
   }

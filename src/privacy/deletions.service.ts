@@ -57,9 +57,15 @@ export interface DeletionView {
   createdAt: number;
   startedAt: number | null;
   finishedAt: number | null;
+  /**
+   * Once done: the users' keys outside Tally (common/user-keys.ts), the `userKey` of their
+   * exported records, so that a warehouse deletes the same users. Absent before.
+   */
+  userKeys?: string[];
 }
 
 export function deletionView(row: DeletionRow): DeletionView {
+  const keys = row.status === 'done' && row.userKeys !== null ? { userKeys: row.userKeys } : {};
   return {
     id: row.id,
     appId: row.appId,
@@ -71,6 +77,7 @@ export function deletionView(row: DeletionRow): DeletionView {
     createdAt: Math.round(row.createdAt),
     startedAt: row.startedAt === null ? null : Math.round(row.startedAt),
     finishedAt: row.finishedAt === null ? null : Math.round(row.finishedAt),
+    ...keys,
   };
 }
 
@@ -160,13 +167,21 @@ export class DeletionsService {
     return deletionView(row);
   }
 
-  /** An app's deletions, newest first, `limit` a page; the cursor is bound to the app. */
-  async list(appId: string, cursor: string | undefined, limit: number): Promise<DeletionPage> {
+  /**
+   * An app's deletions, newest first, `limit` a page; with `since` (epoch ms), only those done
+   * since then (a warehouse sync's feed). The cursor is bound to the app and `since`.
+   */
+  async list(
+    appId: string,
+    cursor: string | undefined,
+    limit: number,
+    since: number | null = null,
+  ): Promise<DeletionPage> {
     const app = normaliseAppId(appId);
-    const binding = JSON.stringify(['deletions', app]);
+    const binding = JSON.stringify(['deletions', app, since]);
     const secret = await this.secrets.cursorSecret();
     const after = cursorPosition(cursor, (token) => decodePosition(secret, binding, token));
-    const rows = await this.deletions.listForApp(app, after, limit + 1);
+    const rows = await this.deletions.listForApp(app, after, limit + 1, since);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     const nextCursor =

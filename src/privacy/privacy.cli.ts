@@ -7,7 +7,7 @@ import { UserSuppressions } from '@app/common/suppressions/user-suppressions';
 import type { RollupsService } from '@app/rollups/rollups.service';
 import { PartitionRepository } from '@app/storage/partition.repository';
 import { DeletionRepository } from './deletion.repository';
-import { DeletionJob, deletionEnded } from './deletion-job';
+import { DeletionJob, deletionEnded, userKeysOf } from './deletion-job';
 import { DeletionsService, DeletionView, deletionView } from './deletions.service';
 import {
   AppEventsErasureStep,
@@ -42,20 +42,14 @@ export function buildCliPrivacy(
   pausePercent: number,
 ): CliPrivacy {
   const deletionRepo = new DeletionRepository(db);
+  const secrets = new CursorSecretRepository(db);
   const suppressions = new SuppressionsService(
     new SuppressionRepository(db),
     apps,
     new UserSuppressions(),
     audit,
   );
-  const deletions = new DeletionsService(
-    deletionRepo,
-    suppressions,
-    apps,
-    audit,
-    new CursorSecretRepository(db),
-    keys,
-  );
+  const deletions = new DeletionsService(deletionRepo, suppressions, apps, audit, secrets, keys);
   const partitions = new PartitionRepository(db);
   const eventRows = new EventErasureRepository(db);
   const steps: ErasureSteps = {
@@ -66,7 +60,11 @@ export function buildCliPrivacy(
     ],
     app: [new AppEventsErasureStep(partitions, eventRows), new AppRowsErasureStep(deletionRepo, rollups)],
   };
-  const job = new DeletionJob(deletionRepo, steps, { ended: deletionEnded(audit), pausePercent });
+  const job = new DeletionJob(deletionRepo, steps, {
+    ended: deletionEnded(audit),
+    pausePercent,
+    userKeys: userKeysOf(secrets),
+  });
   const runToEnd = async (id: string): Promise<DeletionView> => {
     for (;;) {
       const outcome = await job.run(id);

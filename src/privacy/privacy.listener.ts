@@ -4,7 +4,8 @@ import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AuditService } from '@app/audit/audit.service';
 import { PgListener } from '@app/common/pg-listener';
 import { DELETIONS_CHANNEL, DeletionRepository } from './deletion.repository';
-import { DeletionJob, deletionEnded } from './deletion-job';
+import { DeletionJob, deletionEnded, userKeysOf } from './deletion-job';
+import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 import { ERASURE_STEPS, type ErasureSteps } from './erasure-steps';
 import { PrivacyMetrics } from './privacy.metrics';
 import { SUPPRESSIONS_CHANNEL } from './suppression.repository';
@@ -38,6 +39,7 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
     metrics: PrivacyMetrics,
     audit: AuditService,
     private readonly suppressions: SuppressionsService,
+    secrets: CursorSecretRepository,
   ) {
     this.listener = new PgListener(
       config.databaseUrl,
@@ -48,7 +50,12 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
     this.job = new DeletionJob(
       deletions,
       steps,
-      { metrics, ended: deletionEnded(audit), pausePercent: config.erasurePausePercent },
+      {
+        metrics,
+        ended: deletionEnded(audit),
+        pausePercent: config.erasurePausePercent,
+        userKeys: userKeysOf(secrets),
+      },
       () => this.stopping,
     );
   }

@@ -277,7 +277,7 @@ export interface paths {
         };
         /**
          * List the deletions of an app
-         * @description Needs an API key with the scope `privacy:write` and access to `appId`. Newest first, at most `limit` (default 100); `Link` and `X-Next-Cursor` name the next page.
+         * @description Needs an API key with the scope `privacy:write` or `events:export` and access to `appId`. Newest first, at most `limit` (default 100); `Link` and `X-Next-Cursor` name the next page. A done deletion lists its users’ `userKeys`, the `userKey` of their exported records: a warehouse that keeps exports deletes those users too, with `since` to read only the deletions done since its last sync.
          */
         get: operations["DeletionsController_list"];
         put?: never;
@@ -717,6 +717,8 @@ export interface components {
             startedAt: number | null;
             /** @description Epoch milliseconds, or null. */
             finishedAt: number | null;
+            /** @description Once `done`: the users’ keys outside Tally, the `userKey` of their exported records (an HMAC of the app and the user id, never the id). Absent before. */
+            userKeys?: string[];
         };
     };
     responses: never;
@@ -1965,6 +1967,8 @@ export interface operations {
                 limit?: number;
                 /** @description The X-Next-Cursor of the previous page. */
                 cursor?: string;
+                /** @description Only the deletions done at or after this time (their `finishedAt`): epoch ms or ISO-8601 with an offset. */
+                since?: string;
             };
             header?: never;
             path?: never;
@@ -2006,7 +2010,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The key lacks `privacy:write` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            /** @description The key lacks `privacy:write` or `events:export` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
             403: {
                 headers: {
                     /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
