@@ -27,10 +27,35 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * which the server writes as NDJSON or Parquet. The last column is the older jsonb payload as
  * text, only where no json text is stored. `app_id` is the window's, so it is not read.
  */
-const EXPORT_COLUMNS = `e.received_at, e.id, e.event_name, e.anonymous_user_id, e.session_id, e.event_time, e.ts,
-       e.event_id, e.is_test_mode, e.platform, e.app_version, e.build_number, e.os_version, e.device_model,
-       e.locale, e.timezone, e.float_value, e.payload_json,
-       CASE WHEN e.payload_json IS NULL THEN e.payload::text END`;
+const EXPORT_COLUMNS = [
+  'e.received_at',
+  'e.id',
+  'e.event_name',
+  'e.anonymous_user_id',
+  'e.session_id',
+  'e.event_time',
+  'e.ts',
+  'e.event_id',
+  'e.is_test_mode',
+  'e.platform',
+  'e.app_version',
+  'e.build_number',
+  'e.os_version',
+  'e.device_model',
+  'e.locale',
+  'e.timezone',
+  'e.float_value',
+  'e.payload_json',
+  'CASE WHEN e.payload_json IS NULL THEN e.payload::text END',
+];
+
+/**
+ * What a row weighs in a chunk's byte bound: its payload's length, which PostgreSQL reads from
+ * the value's header without decompressing it (the older jsonb payload: its stored size), and
+ * ROW_BYTES_BESIDE_PAYLOAD for the other columns.
+ */
+export const ROW_BYTES_BESIDE_PAYLOAD = 512;
+const ROW_WEIGHT = `${ROW_BYTES_BESIDE_PAYLOAD} + coalesce(octet_length(e.payload_json::text), pg_column_size(e.payload), 0)`;
 
 type SqlType = 'uuid' | 'timestamptz' | 'boolean' | 'bigint';
 
@@ -84,28 +109,39 @@ export class ExportRepository {
   constructor(private readonly read: ReadDatabase) {}
 
   /**
-   * The next `limit` rows of the window strictly after `after`, ascending by (received_at, id),
-   * as PostgreSQL's binary COPY of EXPORT_COLUMNS (./copy-rows.ts reads it), in a buffer from
-   * `buffers`. No bound on `ts`, the partition key: a late event sits in the partition of its
-   * event-time day, so every partition may hold rows of the window. Each partition answers from
-   * its (app_id, received_at DESC, id DESC) index, read backwards, and PostgreSQL merges them in
-   * order; a partition with nothing in the window costs one index descent. The position is in
-   * microseconds, as stored, so paging is exact whatever the precision of received_at. One
-   * statement; the whole chunk is read before it is returned, so a read retried on the primary
-   * starts over.
+   * The next rows of the window strictly after `after`, ascending by (received_at, id): at most
+   * `limit`, and no more once they weigh `maxBytes` (ROW_WEIGHT; the first row always comes), so
+   * that a chunk of large events stays as small as one of small events. As PostgreSQL's binary
+   * COPY of EXPORT_COLUMNS (./copy-rows.ts reads it), in a buffer from `buffers`. No bound on
+   * `ts`, the partition key: a late event sits in the partition of its event-time day, so every
+   * partition may hold rows of the window. Each partition answers from its (app_id, received_at
+   * DESC, id DESC) index, read backwards, and PostgreSQL merges them in order; a partition with
+   * nothing in the window costs one index descent. The running weight is a window sum over that
+   * same order, so it adds no sort. The position is in microseconds, as stored, so paging is
+   * exact whatever the precision of received_at. One statement; the whole chunk is read before it
+   * is returned, so a read retried on the primary starts over.
    */
   async copyChunk(
     window: ExportWindow,
     after: ExportPosition | null,
     limit: number,
     buffers: ChunkBuffers,
+    maxBytes = Number.MAX_SAFE_INTEGER,
   ): Promise<Buffer> {
     if (!Number.isSafeInteger(limit) || limit < 1) throw new Error('export: bad chunk size');
-    const sql = `COPY (SELECT ${EXPORT_COLUMNS}
-                         FROM events e
-                        WHERE ${windowWhere(window, after)}
-                        ORDER BY e.received_at, e.id
-                        LIMIT ${limit}) TO STDOUT (FORMAT binary)`;
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw new Error('export: bad chunk bytes');
+    const named = EXPORT_COLUMNS.map((column, i) => `${column} AS c${i}`).join(', ');
+    const columns = EXPORT_COLUMNS.map((_, i) => `c${i}`).join(', ');
+    const sql = `COPY (SELECT ${columns}
+                         FROM (SELECT ${named},
+                                      sum(${ROW_WEIGHT}) OVER (ORDER BY e.received_at, e.id
+                                                               ROWS UNBOUNDED PRECEDING) - (${ROW_WEIGHT}) AS before_bytes
+                                 FROM events e
+                                WHERE ${windowWhere(window, after)}
+                                ORDER BY e.received_at, e.id
+                                LIMIT ${limit}) s
+                        WHERE s.before_bytes < ${maxBytes}
+                        ORDER BY c0, c1) TO STDOUT (FORMAT binary)`;
     return this.read.run((db) =>
       withDriverClient(db, async (client) => {
         const pieces: Buffer[] = [];

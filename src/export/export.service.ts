@@ -25,6 +25,26 @@ const YIELD_FACTOR = 4;
 const INGEST_RECENT_MS = 250;
 /** The longest single wait: an export always moves on. */
 const MAX_YIELD_MS = 2_000;
+/**
+ * What one chunk may weigh (ExportRepository.copyChunk: payload bytes plus 512 a row), besides
+ * EXPORT_CHUNK_ROWS: 5,000 events of 29 KB would be 145 MB of COPY data, and as much again of
+ * lines. 4 MiB holds the 5,000 rows of ordinary events (a few hundred bytes each) and 140 rows
+ * of the largest ones, so the two formats hold a few megabytes per chunk whatever the events.
+ */
+export const EXPORT_CHUNK_BYTES = 4 * 1_048_576;
+/** The longest single pause of an export whose key is past its read budget (it then rechecks). */
+const MAX_BUDGET_PAUSE_MS = 1_000;
+
+/**
+ * What an export spends of its key's read budget (READ_TIME_MS_PER_SECOND): each chunk's read
+ * and the work to write it are charged as they happen, and the export pauses while the key is
+ * past its budget, so that it runs at the key's share instead of being cut.
+ */
+export interface ExportBudget {
+  charge(ms: number): void;
+  /** How long until the key has read time again; null while it has some. */
+  overdrawnMs(): number | null;
+}
 
 /** A checked export request: what to read, from where, in which format. */
 export interface ExportPlan {
@@ -49,6 +69,8 @@ export interface ChunkOptions {
   retries?: number;
   /** Called before each retry with the error and the attempt number. */
   onRetry?: (err: unknown, attempt: number) => void;
+  /** The key's read budget (none in the CLI). */
+  budget?: ExportBudget;
 }
 
 /** The resume position `after=<receivedAt>:<id>` names, or null when it is malformed. */
@@ -142,7 +164,7 @@ export class ExportService {
     return this.paged(
       plan.after,
       async (after, limit) => {
-        const copy = await this.repository.copyChunk(window, after, limit, buffers);
+        const copy = await this.repository.copyChunk(window, after, limit, buffers, EXPORT_CHUNK_BYTES);
         return { copy, ...copyExtent(copy), release: () => buffers.give(copy) };
       },
       (chunk) => chunk,
@@ -161,7 +183,7 @@ export class ExportService {
     return this.paged(
       plan.after,
       async (after, limit) => {
-        const copy = await this.repository.copyChunk(window, after, limit, buffers);
+        const copy = await this.repository.copyChunk(window, after, limit, buffers, EXPORT_CHUNK_BYTES);
         try {
           return finishCopy(secret, window.appId, copy, buffers);
         } finally {
@@ -173,6 +195,11 @@ export class ExportService {
     );
   }
 
+  /**
+   * The chunks from `after` on, the next one read while the caller handles the current one. A
+   * chunk may end early at its byte bound, so only an empty chunk, or a short one that a byte
+   * bound cannot explain, ends the window.
+   */
   private async *paged<T>(
     after: ExportPosition | null,
     read: (after: ExportPosition | null, limit: number) => Promise<T | null>,
@@ -180,23 +207,14 @@ export class ExportService {
     options: ChunkOptions,
   ): AsyncGenerator<T> {
     const limit = this.config.exportChunkRows;
-    let lastReadMs = 0;
-    const paced = async (from: ExportPosition | null): Promise<T | null> => {
-      if (lastReadMs > 0 && this.pressure?.busy(INGEST_RECENT_MS)) {
-        await sleep(Math.min(lastReadMs * YIELD_FACTOR, MAX_YIELD_MS));
-      }
-      const started = performance.now();
-      const chunk = await read(from, limit);
-      lastReadMs = performance.now() - started;
-      return chunk;
-    };
+    const paced = this.pacedRead(read, limit, options.budget);
     let next = this.retrying(() => paced(after), options);
     for (;;) {
       const chunk = await next;
       if (chunk === null) return;
       const { rows, last } = extent(chunk);
       if (rows === 0) return;
-      if (rows < limit || !last) {
+      if (!last) {
         yield chunk;
         return;
       }
@@ -205,6 +223,32 @@ export class ExportService {
       next.catch(() => undefined);
       yield chunk;
     }
+  }
+
+  /**
+   * `read`, after the waits that keep an export from crowding others out: behind this instance's
+   * ingest while it writes, and while the key is past its read budget; each read is then charged
+   * to the budget.
+   */
+  private pacedRead<T>(
+    read: (after: ExportPosition | null, limit: number) => Promise<T | null>,
+    limit: number,
+    budget: ExportBudget | undefined,
+  ): (from: ExportPosition | null) => Promise<T | null> {
+    let lastReadMs = 0;
+    return async (from) => {
+      if (lastReadMs > 0 && this.pressure?.busy(INGEST_RECENT_MS)) {
+        await sleep(Math.min(lastReadMs * YIELD_FACTOR, MAX_YIELD_MS));
+      }
+      for (let wait = budget?.overdrawnMs(); wait; wait = budget?.overdrawnMs()) {
+        await sleep(Math.min(Math.ceil(wait), MAX_BUDGET_PAUSE_MS));
+      }
+      const started = performance.now();
+      const chunk = await read(from, limit);
+      lastReadMs = performance.now() - started;
+      budget?.charge(lastReadMs);
+      return chunk;
+    };
   }
 
   private async retrying<T>(read: () => Promise<T>, { retries = 0, onRetry }: ChunkOptions): Promise<T> {
