@@ -268,6 +268,13 @@ describe('one tenant cannot exhaust the memory of a server with the production h
     await expectVictimServed(watching);
   }, 300_000);
 
+  /** V8's external memory (buffers outside the heap) of the server, in MB, a second after an export. */
+  async function externalMb(): Promise<number> {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const metrics = await (await fetch(`${server.base}/metrics`)).text();
+    return Number(/^nodejs_external_memory_bytes (\S+)$/m.exec(metrics)?.[1]) / 1_048_576;
+  }
+
   it('exports 170 MB of 29 KB events as NDJSON and as Parquet within a flat memory bound', async () => {
     const tenant = await makeTenant(t.app);
     const key = (await makeApiKey(t.app, [tenant.appId], ['events:export'])).key;
@@ -279,14 +286,18 @@ describe('one tenant cannot exhaust the memory of a server with the production h
     for (const format of ['ndjson', 'parquet'])
       expect((await downloadWatching(url(format, from + 50), key, server.child.pid!)).status).toBe(200);
     const idleMb = rssMb(server.child.pid!);
+    const idleExternal = await externalMb();
     const ndjson = await downloadWatching(url('ndjson'), key, server.child.pid!);
+    const afterNdjson = await externalMb();
     const parquet = await downloadWatching(url('parquet'), key, server.child.pid!);
+    const afterParquet = await externalMb();
     expect(ndjson.status).toBe(200);
     expect(ndjson.bytes).toBeGreaterThan(6000 * 28_800);
     expect(parquet.status).toBe(200);
     process.stdout.write(
       `export memory: idle ${idleMb.toFixed(0)} MB; peak NDJSON ${ndjson.peakMb.toFixed(0)} MB, ` +
-        `Parquet ${parquet.peakMb.toFixed(0)} MB (${(ndjson.bytes / 1_048_576).toFixed(0)} MB of NDJSON)\n`,
+        `Parquet ${parquet.peakMb.toFixed(0)} MB (${(ndjson.bytes / 1_048_576).toFixed(0)} MB of NDJSON); ` +
+        `external memory idle ${idleExternal.toFixed(0)} MB, after NDJSON ${afterNdjson.toFixed(0)} MB, after Parquet ${afterParquet.toFixed(0)} MB\n`,
     );
     expect(ndjson.peakMb - idleMb).toBeLessThanOrEqual(EXPORT_RSS_GROWTH_MB);
     expect(parquet.peakMb - idleMb).toBeLessThanOrEqual(EXPORT_RSS_GROWTH_MB);
