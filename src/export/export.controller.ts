@@ -63,7 +63,10 @@ export class ExportController {
       'Streams every event of `appId` received in [`from`, `to`), ascending by `receivedAt` then `id`, as NDJSON ' +
       '(one event record per line; gzip with `Accept-Encoding: gzip`) or as one Parquet file. Consecutive windows ' +
       'give every event exactly once. A cut stream resumes with `after=<receivedAt>:<id>` of the last complete ' +
-      'record. Needs an API key with the scope `events:export`; one export at a time per key and instance.',
+      'record. Needs an API key with the scope `events:export`; one export at a time per key and instance. An ' +
+      "export's reads count toward the key's read time per second (429 `rate_limited` while it is spent; an export " +
+      'that runs out pauses until the key has time again). A response that the client does not read for ' +
+      '`EXPORT_IDLE_TIMEOUT_MS` (default 60 s) is closed.',
   })
   @ApiProduces('application/x-ndjson', PARQUET_TYPE)
   @ApiResponse({
