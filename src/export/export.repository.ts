@@ -116,8 +116,9 @@ export class ExportRepository {
    * `ts`, the partition key: a late event sits in the partition of its event-time day, so every
    * partition may hold rows of the window. Each partition answers from its (app_id, received_at
    * DESC, id DESC) index, read backwards, and PostgreSQL merges them in order; a partition with
-   * nothing in the window costs one index descent. The running weight is a window sum over that
-   * same order, so it adds no sort. The position is in microseconds, as stored, so paging is
+   * nothing in the window costs one index descent. The running weight is a window sum over the
+   * rows read, in their order, so it adds no sort; `limit` bounds what is read, so a caller that
+   * expects large rows asks for fewer (ExportService). The position is in microseconds, as stored, so paging is
    * exact whatever the precision of received_at. One statement; the whole chunk is read before it
    * is returned, so a read retried on the primary starts over.
    */
@@ -132,15 +133,17 @@ export class ExportRepository {
     if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw new Error('export: bad chunk bytes');
     const named = EXPORT_COLUMNS.map((column, i) => `${column} AS c${i}`).join(', ');
     const columns = EXPORT_COLUMNS.map((_, i) => `c${i}`).join(', ');
+    // The rows first, as an ordered index read with its LIMIT; then their running weight over
+    // that same order, which needs no sort (a window over the scan itself let the planner sort
+    // the whole window for every chunk).
     const sql = `COPY (SELECT ${columns}
-                         FROM (SELECT ${named},
-                                      sum(${ROW_WEIGHT}) OVER (ORDER BY e.received_at, e.id
-                                                               ROWS UNBOUNDED PRECEDING) - (${ROW_WEIGHT}) AS before_bytes
-                                 FROM events e
-                                WHERE ${windowWhere(window, after)}
-                                ORDER BY e.received_at, e.id
-                                LIMIT ${limit}) s
-                        WHERE s.before_bytes < ${maxBytes}
+                         FROM (SELECT ${columns}, sum(w) OVER (ORDER BY c0, c1 ROWS UNBOUNDED PRECEDING) - w AS weight_before
+                                 FROM (SELECT ${named}, ${ROW_WEIGHT} AS w
+                                         FROM events e
+                                        WHERE ${windowWhere(window, after)}
+                                        ORDER BY e.received_at, e.id
+                                        LIMIT ${limit}) chunk) weighed
+                        WHERE weight_before < ${maxBytes}
                         ORDER BY c0, c1) TO STDOUT (FORMAT binary)`;
     return this.read.run((db) =>
       withDriverClient(db, async (client) => {

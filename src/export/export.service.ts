@@ -73,6 +73,15 @@ export interface ChunkOptions {
   budget?: ExportBudget;
 }
 
+/**
+ * The rows to ask for in the next chunk: twice what the last chunk gave when its byte bound cut
+ * it short (the statement reads `limit` rows to find where the bound falls, so large events
+ * then cost a read of at most twice the rows sent), else twice the last ask, up to `most`.
+ */
+export function nextLimit(rows: number, limit: number, most: number): number {
+  return Math.min(most, rows < limit ? Math.max(1, 2 * rows) : 2 * limit);
+}
+
 /** The resume position `after=<receivedAt>:<id>` names, or null when it is malformed. */
 export function parseAfter(secret: Buffer, appId: string, text: string): ExportPosition | null {
   const colon = text.indexOf(':');
@@ -206,9 +215,10 @@ export class ExportService {
     extent: (chunk: T) => { rows: number; last: ExportPosition | null },
     options: ChunkOptions,
   ): AsyncGenerator<T> {
-    const limit = this.config.exportChunkRows;
-    const paced = this.pacedRead(read, limit, options.budget);
-    let next = this.retrying(() => paced(after), options);
+    const most = this.config.exportChunkRows;
+    const paced = this.pacedRead(read, options.budget);
+    let limit = most;
+    let next = this.retrying(() => paced(after, most), options);
     for (;;) {
       const chunk = await next;
       if (chunk === null) return;
@@ -218,7 +228,9 @@ export class ExportService {
         yield chunk;
         return;
       }
-      next = this.retrying(() => paced(last), options);
+      limit = nextLimit(rows, limit, most);
+      const ask = limit;
+      next = this.retrying(() => paced(last, ask), options);
       // A read that fails while the consumer is busy is reported when the consumer asks for it.
       next.catch(() => undefined);
       yield chunk;
@@ -232,11 +244,10 @@ export class ExportService {
    */
   private pacedRead<T>(
     read: (after: ExportPosition | null, limit: number) => Promise<T | null>,
-    limit: number,
     budget: ExportBudget | undefined,
-  ): (from: ExportPosition | null) => Promise<T | null> {
+  ): (from: ExportPosition | null, limit: number) => Promise<T | null> {
     let lastReadMs = 0;
-    return async (from) => {
+    return async (from, limit) => {
       if (lastReadMs > 0 && this.pressure?.busy(INGEST_RECENT_MS)) {
         await sleep(Math.min(lastReadMs * YIELD_FACTOR, MAX_YIELD_MS));
       }
