@@ -26,10 +26,10 @@ const INGEST_RECENT_MS = 250;
 /** The longest single wait: an export always moves on. */
 const MAX_YIELD_MS = 2_000;
 /**
- * What one chunk may weigh (ExportRepository.copyChunk: payload bytes plus 512 a row), besides
- * EXPORT_CHUNK_ROWS: 5,000 events of 29 KB would be 145 MB of COPY data, and as much again of
- * lines. 4 MiB holds the 5,000 rows of ordinary events (a few hundred bytes each) and 140 rows
- * of the largest ones, so the two formats hold a few megabytes per chunk whatever the events.
+ * The COPY bytes one chunk may hold (its complete rows, at least one), besides EXPORT_CHUNK_ROWS:
+ * 5,000 events of 29 KB would be 145 MB of COPY data, and as much again of lines. 4 MiB holds the
+ * 5,000 rows of ordinary events (a few hundred bytes each) and 140 rows of the largest ones, so
+ * the two formats hold a few megabytes per chunk whatever the events.
  */
 export const EXPORT_CHUNK_BYTES = 4 * 1_048_576;
 /** The longest single pause of an export whose key is past its read budget (it then rechecks). */
@@ -73,13 +73,29 @@ export interface ChunkOptions {
   budget?: ExportBudget;
 }
 
+/** What a chunk's statement asks for: how many rows, and whether it weighs them (ExportRepository). */
+export interface ChunkAsk {
+  limit: number;
+  weigh: boolean;
+}
+
 /**
- * The rows to ask for in the next chunk: twice what the last chunk gave when its byte bound cut
- * it short (the statement reads `limit` rows to find where the bound falls, so large events
- * then cost a read of at most twice the rows sent), else twice the last ask, up to `most`.
+ * What the next chunk asks for, from what the last one gave (`rows` rows in `bytes` of COPY, for
+ * `ask`). Rows: a quarter more than the last chunk gave when its byte bound cut it short (the
+ * rows read past the bound are dropped, so large events then cost about a quarter more reading
+ * than is sent), else twice the last ask, up to `most`. Weighing, which costs PostgreSQL about
+ * 1 µs a row: only while rows are large enough that `most` of them could pass half the bound, so
+ * that ordinary events read as before.
  */
-export function nextLimit(rows: number, limit: number, most: number): number {
-  return Math.min(most, rows < limit ? Math.max(1, 2 * rows) : 2 * limit);
+export function nextAsk(
+  rows: number,
+  bytes: number,
+  ask: ChunkAsk,
+  most: number,
+  maxBytes: number,
+): ChunkAsk {
+  const limit = Math.min(most, rows < ask.limit ? Math.max(1, Math.ceil(rows * 1.25)) : 2 * ask.limit);
+  return { limit, weigh: (bytes / Math.max(1, rows)) * most > maxBytes / 2 };
 }
 
 /** The resume position `after=<receivedAt>:<id>` names, or null when it is malformed. */
@@ -172,11 +188,11 @@ export class ExportService {
     const buffers = new ChunkBuffers();
     return this.paged(
       plan.after,
-      async (after, limit) => {
-        const copy = await this.repository.copyChunk(window, after, limit, buffers, EXPORT_CHUNK_BYTES);
+      async (after, ask) => {
+        const copy = await this.copyChunk(window, after, ask, buffers);
         return { copy, ...copyExtent(copy), release: () => buffers.give(copy) };
       },
-      (chunk) => chunk,
+      (chunk) => ({ ...chunk, bytes: chunk.copy.length }),
       options,
     );
   }
@@ -191,15 +207,15 @@ export class ExportService {
     const buffers = new ChunkBuffers();
     return this.paged(
       plan.after,
-      async (after, limit) => {
-        const copy = await this.repository.copyChunk(window, after, limit, buffers, EXPORT_CHUNK_BYTES);
+      async (after, ask) => {
+        const copy = await this.copyChunk(window, after, ask, buffers);
         try {
           return finishCopy(secret, window.appId, copy, buffers);
         } finally {
           buffers.give(copy);
         }
       },
-      (chunk) => chunk,
+      (chunk) => ({ ...chunk, bytes: chunk.copyBytes }),
       options,
     );
   }
@@ -209,28 +225,37 @@ export class ExportService {
    * chunk may end early at its byte bound, so only an empty chunk, or a short one that a byte
    * bound cannot explain, ends the window.
    */
+  private copyChunk(
+    window: ExportWindow,
+    after: ExportPosition | null,
+    { limit, weigh }: ChunkAsk,
+    buffers: ChunkBuffers,
+  ): Promise<Buffer> {
+    return this.repository.copyChunk(window, after, limit, buffers, EXPORT_CHUNK_BYTES, weigh);
+  }
+
   private async *paged<T>(
     after: ExportPosition | null,
-    read: (after: ExportPosition | null, limit: number) => Promise<T | null>,
-    extent: (chunk: T) => { rows: number; last: ExportPosition | null },
+    read: (after: ExportPosition | null, ask: ChunkAsk) => Promise<T | null>,
+    extent: (chunk: T) => { rows: number; bytes: number; last: ExportPosition | null },
     options: ChunkOptions,
   ): AsyncGenerator<T> {
     const most = this.config.exportChunkRows;
     const paced = this.pacedRead(read, options.budget);
-    let limit = most;
-    let next = this.retrying(() => paced(after, most), options);
+    // The first chunk weighs its rows: nothing is known of their size yet.
+    let ask: ChunkAsk = { limit: most, weigh: true };
+    let next = this.retrying(() => paced(after, ask), options);
     for (;;) {
       const chunk = await next;
       if (chunk === null) return;
-      const { rows, last } = extent(chunk);
+      const { rows, bytes, last } = extent(chunk);
       if (rows === 0) return;
       if (!last) {
         yield chunk;
         return;
       }
-      limit = nextLimit(rows, limit, most);
-      const ask = limit;
-      next = this.retrying(() => paced(last, ask), options);
+      const asked = (ask = nextAsk(rows, bytes, ask, most, EXPORT_CHUNK_BYTES));
+      next = this.retrying(() => paced(last, asked), options);
       // A read that fails while the consumer is busy is reported when the consumer asks for it.
       next.catch(() => undefined);
       yield chunk;
@@ -243,11 +268,11 @@ export class ExportService {
    * to the budget.
    */
   private pacedRead<T>(
-    read: (after: ExportPosition | null, limit: number) => Promise<T | null>,
+    read: (after: ExportPosition | null, ask: ChunkAsk) => Promise<T | null>,
     budget: ExportBudget | undefined,
-  ): (from: ExportPosition | null, limit: number) => Promise<T | null> {
+  ): (from: ExportPosition | null, ask: ChunkAsk) => Promise<T | null> {
     let lastReadMs = 0;
-    return async (from, limit) => {
+    return async (from, ask) => {
       if (lastReadMs > 0 && this.pressure?.busy(INGEST_RECENT_MS)) {
         await sleep(Math.min(lastReadMs * YIELD_FACTOR, MAX_YIELD_MS));
       }
@@ -255,7 +280,7 @@ export class ExportService {
         await sleep(Math.min(Math.ceil(wait), MAX_BUDGET_PAUSE_MS));
       }
       const started = performance.now();
-      const chunk = await read(from, limit);
+      const chunk = await read(from, ask);
       lastReadMs = performance.now() - started;
       budget?.charge(lastReadMs);
       return chunk;
