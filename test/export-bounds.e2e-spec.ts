@@ -9,7 +9,11 @@ import { bearer, makeApiKey, makeApp } from './factories';
 import { seedLargeEvents } from './factories/large-events';
 import { useTestApp, type TestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
-import { ExportRepository } from '../src/export/export.repository';
+import { ExportRepository, type ExportPosition } from '../src/export/export.repository';
+import { ChunkBuffers } from '../src/export/chunk-buffers';
+import { copyExtent } from '../src/export/copy-rows';
+import { ParquetEncoder } from '../src/export/export-parquet';
+import { CursorSecretRepository } from '../src/common/reads/cursor-secret.repository';
 import { EXPORT_CHUNK_BYTES } from '../src/export/export.service';
 import { PARQUET_ROW_GROUP_BYTES } from '../src/export/export-parquet';
 
@@ -133,6 +137,36 @@ describe('GET /api/v1/export of large events', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('writes the Parquet file of small events byte for byte as from chunks of EXPORT_CHUNK_ROWS with no byte bound', async () => {
+    const appId = (await makeApp(t.app)).id;
+    const key = (await makeApiKey(t.app, [appId], ['events:export'])).key;
+    // 12,000 small events: a row group of 10,000 rows (two chunks), then one of 2,000.
+    await t.db.query(
+      `INSERT INTO events (app_id, ts, received_at, event_name, event_id, is_test_mode, payload_json)
+       SELECT $1, r, r, 'Small.event', 'small-' || g, false, format('{"step":%s}', g % 12)::json
+         FROM (SELECT g, $2::timestamptz + g * interval '1 ms' AS r FROM generate_series(1, 12000) g) s`,
+      [appId, new Date(base)],
+    );
+    const res = await exportOf(appId, key, 'parquet').buffer(true).parse(binary);
+    expect(res.status).toBe(200);
+    // The file as exports wrote it before the byte bounds: whole chunks of 5,000 rows.
+    const repository = t.app.get(ExportRepository);
+    const window = { appId, fromMs: base, toMs: base + HOUR, testMode: 'false' } as const;
+    const encoder = new ParquetEncoder(await t.app.get(CursorSecretRepository).cursorSecret(), appId);
+    const pieces: Uint8Array[] = [];
+    let after: ExportPosition | null = null;
+    for (;;) {
+      const copy = await repository.copyChunk(window, after, 5000, new ChunkBuffers());
+      const extent = copyExtent(copy);
+      const group = encoder.add({ copy, ...extent, release: () => undefined });
+      if (group) pieces.push(group);
+      if (extent.rows < 5000 || !extent.last) break;
+      after = extent.last;
+    }
+    pieces.push(encoder.finish());
+    expect((res.body as Buffer).equals(Buffer.concat(pieces))).toBe(true);
   });
 
   it('closes a response that its client has not read for EXPORT_IDLE_TIMEOUT_MS, and frees the slot', async () => {
