@@ -3,8 +3,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { RollupsService } from '@app/rollups/rollups.service';
 import { DAY_MS, utcDateString } from '@app/common/time';
-import { makeTenant } from './factories';
+import { makeApiKey, makeTenant } from './factories';
 import { seedEvents } from './factories/events';
+import { seedLargeEvents } from './factories/large-events';
 import { freePort } from './support/harness';
 import { testDatabaseUrl, useTestApp } from './support/test-app';
 
@@ -20,8 +21,33 @@ const { heapMb: HEAP_MB, mallocArenaMax: MALLOC_ARENA_MAX } = (
 const NAME_LIMIT = 300;
 const FLOOD_REQUESTS = 12;
 const FLOOD_BATCH = 1000;
+// What an export may add to the server's resident size over idle, whatever the window or the events.
+const EXPORT_RSS_GROWTH_MB = 64;
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
+
+/** The resident size of a process now, in MB. */
+function rssMb(pid: number): number {
+  return Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
+}
+
+/** Downloads `url` whole: the bytes, and the process's peak RSS meanwhile (sampled every 20 ms). */
+async function downloadWatching(
+  url: string,
+  key: string,
+  pid: number,
+): Promise<{ status: number; bytes: number; peakMb: number }> {
+  let peakMb = rssMb(pid);
+  const sampler = setInterval(() => (peakMb = Math.max(peakMb, rssMb(pid))), 20);
+  try {
+    const res = await fetch(url, { headers: { Authorization: `Bearer ${key}` } });
+    let bytes = 0;
+    for await (const part of res.body as unknown as AsyncIterable<Uint8Array>) bytes += part.length;
+    return { status: res.status, bytes, peakMb: Math.max(peakMb, rssMb(pid)) };
+  } finally {
+    clearInterval(sampler);
+  }
+}
 
 /** The built server as a child process with the production heap and arena limits. */
 async function startServer(
@@ -240,5 +266,40 @@ describe('one tenant cannot exhaust the memory of a server with the production h
     const page = await fetch(`${server.base}/dashboard`);
     expect(page.status).toBe(200);
     await expectVictimServed(watching);
+  }, 300_000);
+
+  /** V8's external memory (buffers outside the heap) of the server, in MB, a second after an export. */
+  async function externalMb(): Promise<number> {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const metrics = await (await fetch(`${server.base}/metrics`)).text();
+    return Number(/^nodejs_external_memory_bytes (\S+)$/m.exec(metrics)?.[1]) / 1_048_576;
+  }
+
+  it('exports 170 MB of 29 KB events as NDJSON and as Parquet within a flat memory bound', async () => {
+    const tenant = await makeTenant(t.app);
+    const key = (await makeApiKey(t.app, [tenant.appId], ['events:export'])).key;
+    const from = Date.now() - 2 * 3_600_000;
+    await seedLargeEvents(t.db, tenant.appId, from, 6000);
+    const url = (format: string, to = from + 3_600_000) =>
+      `${server.base}/api/v1/export?appId=${tenant.appId}&from=${from}&to=${to}&format=${format}`;
+    // Warm: both formats once over a few events, so that what follows is the export's own memory.
+    for (const format of ['ndjson', 'parquet'])
+      expect((await downloadWatching(url(format, from + 50), key, server.child.pid!)).status).toBe(200);
+    const idleMb = rssMb(server.child.pid!);
+    const idleExternal = await externalMb();
+    const ndjson = await downloadWatching(url('ndjson'), key, server.child.pid!);
+    const afterNdjson = await externalMb();
+    const parquet = await downloadWatching(url('parquet'), key, server.child.pid!);
+    const afterParquet = await externalMb();
+    expect(ndjson.status).toBe(200);
+    expect(ndjson.bytes).toBeGreaterThan(6000 * 28_800);
+    expect(parquet.status).toBe(200);
+    process.stdout.write(
+      `export memory: idle ${idleMb.toFixed(0)} MB; peak NDJSON ${ndjson.peakMb.toFixed(0)} MB, ` +
+        `Parquet ${parquet.peakMb.toFixed(0)} MB (${(ndjson.bytes / 1_048_576).toFixed(0)} MB of NDJSON); ` +
+        `external memory idle ${idleExternal.toFixed(0)} MB, after NDJSON ${afterNdjson.toFixed(0)} MB, after Parquet ${afterParquet.toFixed(0)} MB\n`,
+    );
+    expect(ndjson.peakMb - idleMb).toBeLessThanOrEqual(EXPORT_RSS_GROWTH_MB);
+    expect(parquet.peakMb - idleMb).toBeLessThanOrEqual(EXPORT_RSS_GROWTH_MB);
   }, 300_000);
 });

@@ -1,12 +1,15 @@
 /* global fetch, performance */
-// `npm run bench -- --export [--export-events N]`: the raw export (GET /api/v1/export) on one large
-// day of one app. Written to the `export` section of bench/results/latest.json (the rest is kept).
+// `npm run bench -- --export [--export-events N] [--export-large-events M]`: the raw export
+// (GET /api/v1/export) on one large day of one app, and on M large events (about 29 KB each,
+// default 12,000: about 350 MB of NDJSON) of another. Written to the `export` section of
+// bench/results/latest.json (the rest is kept).
 //
 // An embedded PostgreSQL in a temporary folder; N events (default 500,000; the target dataset is
 // 2,000,000) received over one UTC day, 5 % of them late (event time two days earlier, so in an
 // older partition). Measured, one after the other, each through node:http with no decoding:
 //  - NDJSON, gzip and Parquet exports of the whole day: events/s;
-//  - the server's RSS: its peak during those exports over its idle RSS before them;
+//  - the server's RSS: its peak during each NDJSON and Parquet export over its idle RSS before it,
+//    with the small events and with the large ones, and V8's external memory after an export;
 //  - paging GET /api/v1/events with limit=1000 over the same app: events/s, and the ratio;
 //  - another app's ingest rate (4 clients, 100-event batches) alone, then during NDJSON exports.
 import fs from 'node:fs';
@@ -63,6 +66,30 @@ export async function fill(url, appId, day, total, log) {
         [appId, new Date(day).toISOString(), DAY_MS / total, from, to],
       );
       log(`export: ${to} of ${total} events stored`);
+    }
+    await client.query('ANALYZE events');
+  } finally {
+    await client.end();
+  }
+}
+
+/** M events of about 29 KB of `appId`, received 1 ms apart from `from` (payloads as ingest stores them). */
+async function fillLarge(url, appId, from, total, log) {
+  const client = await connect(url);
+  try {
+    await partitions(client, from - DAY_MS, from + DAY_MS);
+    const step = 2_000;
+    for (let first = 1; first <= total; first += step) {
+      const last = Math.min(total, first + step - 1);
+      await client.query(
+        `INSERT INTO events (app_id, ts, received_at, event_name, event_id, is_test_mode, platform, payload_json)
+         SELECT $1::uuid, r, r, 'Large.payload', 'large.' || g, false, 'web',
+                format('{"n":%s,"blob":"%s"}', g, repeat(md5(g::text), 900))::json
+           FROM (SELECT g, $2::timestamptz + g * interval '1 ms' AS r
+                   FROM generate_series($3::int, $4::int) AS g) s`,
+        [appId, new Date(from).toISOString(), first, last],
+      );
+      log(`export: ${last} of ${total} large events stored`);
     }
     await client.query('ANALYZE events');
   } finally {
@@ -204,20 +231,76 @@ function figuresOf(r, total) {
   };
 }
 
+/** `fn()`, and the server's peak RSS meanwhile (sampled every 20 ms), in bytes. */
+async function withPeakRss(server, fn) {
+  let peak = server.memory().rss;
+  const sampler = setInterval(() => (peak = Math.max(peak, server.memory().rss)), 20);
+  try {
+    const result = await fn();
+    return { ...result, peakRss: Math.max(peak, server.memory().rss) };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/** V8's external memory of the server (buffers outside its heap), in MB, a second from now. */
+async function externalMb(server) {
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+  return Number(/^nodejs_external_memory_bytes (\S+)$/m.exec(metrics)?.[1]) / 1_048_576;
+}
+
+const mb = (bytes) => bytes / 1_048_576;
+
+/** One export of `path` with its CPU and the server's peak RSS. */
+const exportOnce = (server, dir, path, headers) =>
+  withCpu(server, dir, () => withPeakRss(server, () => download(server.baseUrl, path, headers)));
+
+/**
+ * NDJSON and Parquet exports of M events of about 29 KB: the RSS each adds at its peak over idle,
+ * whatever the events' size, and the external memory left after the NDJSON one.
+ */
+async function measureLarge({ server, url, dir, total, log }) {
+  const tenant = await cli(server.dist, url, ['apps', 'create', '--name', 'export-bench-large']);
+  const scopes = ['--scope', 'events:export'];
+  const key = (await cli(server.dist, url, ['keys', 'create-api', '--app', tenant.id, ...scopes])).key;
+  const from = Date.now() - 3_600_000;
+  await fillLarge(url, tenant.id, from, total, log);
+  const auth = { authorization: `Bearer ${key}` };
+  const path = (format, to = from + 1_800_000) =>
+    `/api/v1/export?appId=${tenant.id}&from=${from}&to=${to}&format=${format}`;
+  for (const format of ['ndjson', 'parquet']) await download(server.baseUrl, path(format, from + 50), auth);
+  const idle = server.memory().rss;
+  const externalIdleMb = await externalMb(server);
+  const ndjson = await exportOnce(server, dir, path('ndjson'), auth);
+  const externalAfterNdjsonMb = await externalMb(server);
+  const parquet = await exportOnce(server, dir, path('parquet'), auth);
+  log(`export: large events, ndjson ${ndjson.seconds.toFixed(1)} s, parquet ${parquet.seconds.toFixed(1)} s`);
+  return {
+    events: total,
+    ndjsonBytesPerEvent: ndjson.bytes / total,
+    ndjson: { ...figuresOf(ndjson, total), lines: ndjson.lines },
+    parquet: figuresOf(parquet, total),
+    serverRss: {
+      idleMb: mb(idle),
+      ndjsonGrowthMb: mb(ndjson.peakRss - idle),
+      parquetGrowthMb: mb(parquet.peakRss - idle),
+    },
+    externalMemoryMb: { idle: externalIdleMb, afterNdjson: externalAfterNdjsonMb },
+  };
+}
+
 async function measure({ server, url, dir, total, log }) {
   const { appId, ingestKey, apiKey, day } = await prepare({ server, url, total, log });
   const auth = { authorization: `Bearer ${apiKey}` };
   const path = (format) => `/api/v1/export?appId=${appId}&from=${day}&to=${day + DAY_MS}&format=${format}`;
   await download(server.baseUrl, path('ndjson'), auth); // warm-up: caches and JIT
+  await download(server.baseUrl, path('parquet'), auth);
   const idle = server.memory().rss;
-  let peak = idle;
-  const sampler = setInterval(() => (peak = Math.max(peak, server.memory().rss)), 50);
-  const ndjson = await withCpu(server, dir, () => download(server.baseUrl, path('ndjson'), auth));
-  const gzip = await withCpu(server, dir, () =>
-    download(server.baseUrl, path('ndjson'), { ...auth, 'accept-encoding': 'gzip' }),
-  );
-  const parquet = await withCpu(server, dir, () => download(server.baseUrl, path('parquet'), auth));
-  clearInterval(sampler);
+  const ndjson = await exportOnce(server, dir, path('ndjson'), auth);
+  const gzip = await exportOnce(server, dir, path('ndjson'), { ...auth, 'accept-encoding': 'gzip' });
+  const parquet = await exportOnce(server, dir, path('parquet'), auth);
+  const peak = Math.max(ndjson.peakRss, gzip.peakRss, parquet.peakRss);
   log(
     `export: ndjson ${ndjson.seconds.toFixed(1)} s, gzip ${gzip.seconds.toFixed(1)} s, parquet ${parquet.seconds.toFixed(1)} s`,
   );
@@ -236,7 +319,14 @@ async function measure({ server, url, dir, total, log }) {
     ndjson: { ...figuresOf(ndjson, total), lines: ndjson.lines },
     gzip: figuresOf(gzip, total),
     parquet: figuresOf(parquet, total),
-    serverRss: { idleMb: idle / 1_048_576, peakMb: peak / 1_048_576, growthMb: (peak - idle) / 1_048_576 },
+    serverRss: {
+      idleMb: mb(idle),
+      peakMb: mb(peak),
+      growthMb: mb(peak - idle),
+      ndjsonGrowthMb: mb(ndjson.peakRss - idle),
+      gzipGrowthMb: mb(gzip.peakRss - idle),
+      parquetGrowthMb: mb(parquet.peakRss - idle),
+    },
     pagingEvents: {
       ...pages,
       serverCpuUsPerEvent: (pages.serverCpuSeconds / pages.events) * 1e6,
@@ -259,6 +349,7 @@ export const EXPORT_TARGETS = {
 
 export async function exportBenchmarkMain({ root, log, git }) {
   const total = Number(flags['export-events'] ?? 500_000);
+  const largeTotal = Number(flags['export-large-events'] ?? 12_000);
   const dist = await snapshotDist();
   const dir = await makeTemporaryDir('bench-export');
   const { url } = await ensure(dir, await freePort());
@@ -267,9 +358,13 @@ export async function exportBenchmarkMain({ root, log, git }) {
     server = await startServer({ dist, databaseUrl: url });
     server.dist = dist;
     const figures = await measure({ server, url, dir, total, log });
+    figures.largeEvents = await measureLarge({ server, url, dir, total: largeTotal, log });
+    const large = figures.largeEvents.serverRss;
     const targets = {
       ndjson: figures.ndjson.eventsPerSec >= EXPORT_TARGETS.ndjsonEventsPerSec,
-      rssGrowth: figures.serverRss.growthMb <= EXPORT_TARGETS.rssGrowthMb,
+      rssGrowth:
+        Math.max(figures.serverRss.growthMb, large.ndjsonGrowthMb, large.parquetGrowthMb) <=
+        EXPORT_TARGETS.rssGrowthMb,
       exportVsPaging: figures.exportVsPaging >= EXPORT_TARGETS.exportVsPaging,
       otherAppIngest: figures.otherAppIngest.ratio >= EXPORT_TARGETS.ingestRatio,
     };

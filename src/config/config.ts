@@ -104,6 +104,8 @@ export interface AppConfig {
   exportChunkRows: number;
   /** Exports running at once per instance, whatever the key; past it, 429. */
   exportMaxConcurrent: number;
+  /** An export response that its client has not read for this long is closed and frees its slot. */
+  exportIdleTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -427,6 +429,7 @@ function readJobSettings(env: Env) {
     exportSettleMs: int(env, 'EXPORT_SETTLE_MS', 10_000, 200, 3_600_000),
     exportChunkRows: int(env, 'EXPORT_CHUNK_ROWS', 5_000, 1, 100_000),
     exportMaxConcurrent: int(env, 'EXPORT_MAX_CONCURRENT', 2, 1, 1_000),
+    exportIdleTimeoutMs: int(env, 'EXPORT_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
   };
 }
 

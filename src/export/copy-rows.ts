@@ -89,6 +89,31 @@ export class CopyRows {
   }
 }
 
+/**
+ * Where the last complete row of the first `length` bytes of a binary COPY ends (its rows' end,
+ * without the trailer), or null while no row is complete. The trailer itself counts as
+ * incomplete data: a COPY that holds it is whole and needs no cut.
+ */
+export function completeRowsEnd(copy: Buffer, length: number): number | null {
+  if (length < 19) return null;
+  let p = 19 + copy.readInt32BE(15);
+  let end: number | null = null;
+  while (p + 2 <= length) {
+    const fields = copy.readInt16BE(p);
+    if (fields < 0) return null;
+    let q = p + 2;
+    for (let c = 0; c < fields && q <= length; c++) {
+      if (q + 4 > length) return end;
+      const size = copy.readInt32BE(q);
+      q += 4 + Math.max(size, 0);
+    }
+    if (q > length) return end;
+    end = q;
+    p = q;
+  }
+  return end;
+}
+
 /** How many rows a chunk's COPY holds, and where its last row is in the export's order. */
 export function copyExtent(copy: Buffer): { rows: number; last: ExportPosition | null } {
   const rows = new CopyRows(copy);

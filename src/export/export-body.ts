@@ -2,7 +2,7 @@ import type { Writable } from 'node:stream';
 import { ParquetEncoder } from './export-parquet';
 import { shareEventLoop } from './fair-share';
 import type { FinishedChunk } from './ndjson-lines';
-import type { CopyChunk } from './export.service';
+import type { CopyChunk, ExportBudget } from './export.service';
 
 /** Bytes of an export's body, and what to do once the destination has taken them. */
 export interface BodyPiece {
@@ -24,32 +24,55 @@ export async function* ndjsonBody(chunks: AsyncIterable<FinishedChunk>): AsyncGe
 
 /**
  * One Parquet file, sent row group by row group, and the event loop handed back after each
- * (./fair-share.ts).
+ * (./fair-share.ts). The encoding is charged to `budget`, as the chunks' reads are.
  */
 export async function* parquetBody(
   chunks: AsyncIterable<CopyChunk>,
   secret: Buffer,
   appId: string,
+  budget?: ExportBudget,
 ): AsyncGenerator<BodyPiece> {
   const encoder = new ParquetEncoder(secret, appId);
   for await (const chunk of chunks) {
     const started = performance.now();
     const group = encoder.add(chunk);
     if (group) {
+      const workMs = performance.now() - started;
+      budget?.charge(workMs);
       yield { bytes: group };
-      await shareEventLoop(performance.now() - started);
+      await shareEventLoop(workMs);
     }
   }
   yield { bytes: encoder.finish() };
 }
 
+/**
+ * The most of a piece handed to the destination at once. The destination then holds at most
+ * this much beyond its own buffer, and each 'drain' shows that the reader took this much: a
+ * reader that takes nothing for the idle timeout is told apart from one that is slow.
+ */
+export const WRITE_SLICE_BYTES = 256 * 1024;
+
 const closedEarly = () => new Error('export: the destination closed before the end');
 
-/** Resolves on 'drain'; rejects when `target` fails or closes first (no 'drain' would come). */
-function drained(target: Writable): Promise<void> {
+/** The error of a destination that took nothing for `idleMs`. */
+export class ExportIdleError extends Error {
+  constructor(idleMs: number) {
+    super(`export: the client read nothing for ${idleMs} ms`);
+  }
+}
+
+/**
+ * Resolves on 'drain'; rejects when `target` fails or closes first (no 'drain' would come), or
+ * when no 'drain' came within `idleMs`.
+ */
+function drained(target: Writable, idleMs?: number): Promise<void> {
   return new Promise((resolve, reject) => {
     if (target.destroyed) return reject(closedEarly());
+    const timer =
+      idleMs === undefined ? undefined : setTimeout(() => settle(new ExportIdleError(idleMs)), idleMs);
     const settle = (err?: Error) => {
+      clearTimeout(timer);
       target.off('drain', onDrain);
       target.off('close', onClose);
       target.off('error', settle);
@@ -64,23 +87,37 @@ function drained(target: Writable): Promise<void> {
   });
 }
 
+export interface WriteOptions {
+  /** Called with each piece's size once it is handed over (the CLI's progress). */
+  onPiece?: (bytes: number) => void;
+  /** Rejects with ExportIdleError when the destination took nothing for this long. */
+  idleTimeoutMs?: number;
+}
+
 /**
- * Writes the body into `target` piece by piece, waiting for it to drain whenever its buffer is
- * full, so that a slow reader slows the export down instead of making it buffer. Each piece's
- * `written` runs after its write completed. Does not end `target`. Rejects when `target` fails
- * or closes before the body's end.
+ * Writes the body into `target` piece by piece, in slices of at most WRITE_SLICE_BYTES, waiting
+ * for it to drain whenever its buffer is full, so that a slow reader slows the export down
+ * instead of making it buffer. Each piece's `written` runs after its last write completed. Does
+ * not end `target`. Rejects when `target` fails or closes before the body's end, or took
+ * nothing for `idleTimeoutMs`.
  */
 export async function writeBody(
   body: AsyncIterable<BodyPiece>,
   target: Writable,
-  onPiece?: (bytes: number) => void,
+  options: WriteOptions | ((bytes: number) => void) = {},
 ): Promise<void> {
+  const { onPiece, idleTimeoutMs } = typeof options === 'function' ? { onPiece: options } : options;
   for await (const { bytes, written } of body) {
-    if (target.destroyed) throw closedEarly();
-    const room = target.write(bytes, (err) => {
-      if (!err) written?.();
-    });
+    for (let at = 0; ; at += WRITE_SLICE_BYTES) {
+      if (target.destroyed) throw closedEarly();
+      const end = Math.min(bytes.length, at + WRITE_SLICE_BYTES);
+      const last = end === bytes.length;
+      const room = target.write(bytes.subarray(at, end), (err) => {
+        if (!err && last) written?.();
+      });
+      if (!room) await drained(target, idleTimeoutMs);
+      if (last) break;
+    }
     onPiece?.(bytes.length);
-    if (!room) await drained(target);
   }
 }

@@ -9,9 +9,10 @@ import { RequireScope, ScopeGuard } from '@app/auth/scope.guard';
 
 /**
  * The export endpoint's guards: those of every read (API key 401, the key's request rate 429,
- * scope and app 403), and the statement timeout (503 `query_timeout`) for its first chunk. Not
- * the per-key read-time budget of ReadEndpoint: an export reads for minutes by design; one
- * export per key and EXPORT_MAX_CONCURRENT per instance bound it instead.
+ * scope and app 403), and the statement timeout (503 `query_timeout`) for its first chunk. The
+ * per-key read-time budget is not ReadEndpoint's interceptor, which charges a request's whole
+ * duration when it ends: an export is admitted and charged chunk by chunk by the controller
+ * (./export-budget.ts), for the server's time only, not the client's.
  */
 export function ExportEndpoint(): MethodDecorator {
   return applyDecorators(

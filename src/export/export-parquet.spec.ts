@@ -14,9 +14,11 @@ import {
 import { copyExtent } from './copy-rows';
 import {
   PARQUET_COLUMNS,
+  PARQUET_ROW_GROUP_BYTES,
   PARQUET_ROW_GROUP_ROWS,
   PARQUET_SCHEMA,
   ParquetEncoder,
+  rowGroupComplete,
   writerOptions,
 } from './export-parquet';
 import type { CopyChunk } from './export.service';
@@ -133,6 +135,35 @@ describe('ParquetEncoder (a Parquet file from the binary COPY)', () => {
     expect(released).toHaveLength(5);
     const groups = [PARQUET_ROW_GROUP_ROWS, PARQUET_ROW_GROUP_ROWS, half];
     expect(file.equals(fromRecords(records(rows), groups))).toBe(true);
+  });
+
+  it('completes a row group at PARQUET_ROW_GROUP_ROWS rows or PARQUET_ROW_GROUP_BYTES bytes, whichever comes first', () => {
+    expect(rowGroupComplete(PARQUET_ROW_GROUP_ROWS - 1, PARQUET_ROW_GROUP_BYTES - 1)).toBe(false);
+    expect(rowGroupComplete(PARQUET_ROW_GROUP_ROWS, 1)).toBe(true);
+    expect(rowGroupComplete(1, PARQUET_ROW_GROUP_BYTES)).toBe(true);
+    // 10,000 small events (about 300 bytes of COPY each) still make one group.
+    expect(rowGroupComplete(PARQUET_ROW_GROUP_ROWS - 1, (PARQUET_ROW_GROUP_ROWS - 1) * 300)).toBe(false);
+  });
+
+  it('writes a row group of large events once its chunks reach PARQUET_ROW_GROUP_BYTES, whatever their rows', () => {
+    const payload = JSON.stringify({ blob: 'x'.repeat(29_000) });
+    const rows = numbered(400, () => ({ payloadJson: payload }));
+    const released: Buffer[] = [];
+    // Chunks of 40 rows (1.2 MB each): a group is the first whole chunks that reach the bound.
+    const chunks = split(rows, Array<number>(10).fill(40)).map((chunk) => chunkOf(chunk, released));
+    const perGroup = Math.ceil(PARQUET_ROW_GROUP_BYTES / chunks[0].copy.length);
+    const encoder = new ParquetEncoder(SECRET, APP_ID);
+    const pieces: Uint8Array[] = [];
+    chunks.forEach((chunk, i) => {
+      const group = encoder.add(chunk);
+      expect(group !== null).toBe((i + 1) % perGroup === 0);
+      if (group) pieces.push(group);
+    });
+    expect(released).toHaveLength(Math.floor(10 / perGroup) * perGroup);
+    pieces.push(encoder.finish());
+    const groups = Array<number>(Math.floor(10 / perGroup)).fill(40 * perGroup);
+    if (10 % perGroup) groups.push(40 * (10 % perGroup));
+    expect(Buffer.concat(pieces).equals(fromRecords(records(rows), groups))).toBe(true);
   });
 
   it("keeps the footer's statistics when the chunks' buffers are reused for later chunks", () => {

@@ -10,12 +10,27 @@ import { COLUMN, COLUMNS, CopyRows, epochMs, int64, jsonbPayload, sealIds } from
 import type { CopyChunk } from './export.service';
 
 /**
- * Rows per row group, at least: a row group holds whole chunks and is written once they reach
- * this many rows. Until then its rows wait as the chunks' COPY bytes (about 200 bytes an event);
- * it is then encoded in memory, a column at a time, before it is sent. Large enough for a
- * warehouse to read efficiently (about 0.5 MB compressed at 1 KB per event).
+ * Rows per row group, at most (whole chunks: a group is written once its chunks reach this many
+ * rows or PARQUET_ROW_GROUP_BYTES). Until then its rows wait as the chunks' COPY bytes; it is then
+ * encoded in memory, a column at a time, before it is sent. Large enough for a warehouse to read
+ * efficiently (about 0.5 MB compressed at 1 KB per event).
  */
 export const PARQUET_ROW_GROUP_ROWS = 10_000;
+
+/**
+ * COPY bytes per row group, at most (plus the last chunk's): what a group holds while it waits
+ * and is encoded, whatever the events' size. 10,000 events of 29 KB would be 290 MB, and as much
+ * again while encoded. 4 MiB keeps 10,000 small events (a few hundred bytes each) in one group,
+ * as before, and about 140 of the largest, whose encoding then takes about 15 ms: under the
+ * 50 ms an export may hold the event loop. 16 MiB took up to 65 ms, and 8 MiB added 74 MB to
+ * the server's peak RSS during an export of 29 KB events, 4 MiB 43 MB (docs/performance.md).
+ */
+export const PARQUET_ROW_GROUP_BYTES = 4 * 1_048_576;
+
+/** Whether a row group of `rows` rows and `bytes` COPY bytes is complete. */
+export function rowGroupComplete(rows: number, bytes: number): boolean {
+  return rows >= PARQUET_ROW_GROUP_ROWS || bytes >= PARQUET_ROW_GROUP_BYTES;
+}
 
 const TIMESTAMP_MILLIS = {
   type: 'INT64',
@@ -251,6 +266,7 @@ export class ParquetEncoder {
   private readonly interned = new Interned();
   private pending: CopyChunk[] = [];
   private pendingRows = 0;
+  private pendingBytes = 0;
   private starts = new Int32Array(0);
   private lengths = new Int32Array(0);
   private source = new Int32Array(0);
@@ -277,7 +293,8 @@ export class ParquetEncoder {
     }
     this.pending.push(chunk);
     this.pendingRows += chunk.rows;
-    return this.pendingRows >= PARQUET_ROW_GROUP_ROWS ? this.flushGroup() : null;
+    this.pendingBytes += chunk.copy.length;
+    return rowGroupComplete(this.pendingRows, this.pendingBytes) ? this.flushGroup() : null;
   }
 
   finish(): Uint8Array {
@@ -304,6 +321,7 @@ export class ParquetEncoder {
     for (const chunk of this.pending) chunk.release();
     this.pending = [];
     this.pendingRows = 0;
+    this.pendingBytes = 0;
     return this.take();
   }
 

@@ -1,4 +1,4 @@
-import { Controller, Get, Logger, Query, Req, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Logger, Query, Req, Res } from '@nestjs/common';
 import { ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { pipeline } from 'node:stream/promises';
@@ -6,10 +6,13 @@ import { createGzip } from 'node:zlib';
 import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 import { requestKey } from '@app/auth/authenticated-request';
+import { ReadSlots } from '@app/auth/read-concurrency.interceptor';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { ExportEndpoint } from './export-endpoint.decorator';
 import { type BodyPiece, ndjsonBody, parquetBody, writeBody } from './export-body';
 import { ExportQueryDto } from './export-query.dto';
-import { ExportPlan, ExportService } from './export.service';
+import { ExportBudget, ExportPlan, ExportService } from './export.service';
+import { admitExport } from './export-budget';
 
 export const NDJSON_TYPE = 'application/x-ndjson; charset=utf-8';
 export const PARQUET_TYPE = 'application/vnd.apache.parquet';
@@ -47,7 +50,11 @@ function acceptsGzip(req: Request): boolean {
 export class ExportController {
   private readonly logger = new Logger(ExportController.name);
 
-  constructor(private readonly exports: ExportService) {}
+  constructor(
+    private readonly exports: ExportService,
+    private readonly readSlots: ReadSlots,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   @Get()
   @ApiOperation({
@@ -56,7 +63,10 @@ export class ExportController {
       'Streams every event of `appId` received in [`from`, `to`), ascending by `receivedAt` then `id`, as NDJSON ' +
       '(one event record per line; gzip with `Accept-Encoding: gzip`) or as one Parquet file. Consecutive windows ' +
       'give every event exactly once. A cut stream resumes with `after=<receivedAt>:<id>` of the last complete ' +
-      'record. Needs an API key with the scope `events:export`; one export at a time per key and instance.',
+      'record. Needs an API key with the scope `events:export`; one export at a time per key and instance. An ' +
+      "export's reads count toward the key's read time per second (429 `rate_limited` while it is spent; an export " +
+      'that runs out pauses until the key has time again). A response that the client does not read for ' +
+      '`EXPORT_IDLE_TIMEOUT_MS` (default 60 s) is closed.',
   })
   @ApiProduces('application/x-ndjson', PARQUET_TYPE)
   @ApiResponse({
@@ -79,19 +89,27 @@ export class ExportController {
     @Res() res: Response,
   ): Promise<void> {
     const plan = await this.exports.plan(query);
-    const release = this.exports.acquire(requestKey(req).id);
+    const keyId = requestKey(req).id;
+    const budget = admitExport(this.readSlots, keyId, this.config.readTimeMsPerSecond);
+    let release = () => budget.end();
     try {
-      const body = await this.body(plan);
+      const releaseSlot = this.exports.acquire(keyId);
+      release = () => {
+        releaseSlot();
+        budget.end();
+      };
+      const body = await this.body(plan, budget);
       this.start(req, res, plan);
+      const idleTimeoutMs = this.config.exportIdleTimeoutMs;
       if (res.getHeader('Content-Encoding') === 'gzip') {
         const gzip = createGzip();
-        const writing = writeBody(body, gzip).then(
+        const writing = writeBody(body, gzip, { idleTimeoutMs }).then(
           () => gzip.end(),
           (err: Error) => gzip.destroy(err),
         );
         await Promise.all([pipeline(gzip, res), writing]);
       } else {
-        await writeBody(body, res);
+        await writeBody(body, res, { idleTimeoutMs });
         res.end();
       }
     } catch (err) {
@@ -112,11 +130,12 @@ export class ExportController {
    * still a problem+json. The next chunk is read while one is written (ExportService), no more
    * ahead: the socket's own buffer does the rest.
    */
-  private async body(plan: ExportPlan): Promise<AsyncIterable<BodyPiece>> {
+  private async body(plan: ExportPlan, budget: ExportBudget): Promise<AsyncIterable<BodyPiece>> {
     if (plan.format === 'parquet') {
-      return parquetBody(await firstRead(this.exports.copyChunks(plan)), plan.secret, plan.window.appId);
+      const chunks = await firstRead(this.exports.copyChunks(plan, { budget }));
+      return parquetBody(chunks, plan.secret, plan.window.appId, budget);
     }
-    return ndjsonBody(await firstRead(this.exports.ndjsonChunks(plan)));
+    return ndjsonBody(await firstRead(this.exports.ndjsonChunks(plan, { budget })));
   }
 
   private start(req: Request, res: Response, plan: ExportPlan): void {

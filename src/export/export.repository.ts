@@ -4,6 +4,7 @@ import { withDriverClient } from '@app/database/driver-client';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import { to as copyTo } from 'pg-copy-streams';
 import type { ChunkBuffers } from './chunk-buffers';
+import { completeRowsEnd } from './copy-rows';
 
 /** A position in an export: the receive time (epoch microseconds) and stored id of a row. */
 export interface ExportPosition {
@@ -27,10 +28,34 @@ const iso = (ms: number) => new Date(ms).toISOString();
  * which the server writes as NDJSON or Parquet. The last column is the older jsonb payload as
  * text, only where no json text is stored. `app_id` is the window's, so it is not read.
  */
-const EXPORT_COLUMNS = `e.received_at, e.id, e.event_name, e.anonymous_user_id, e.session_id, e.event_time, e.ts,
-       e.event_id, e.is_test_mode, e.platform, e.app_version, e.build_number, e.os_version, e.device_model,
-       e.locale, e.timezone, e.float_value, e.payload_json,
-       CASE WHEN e.payload_json IS NULL THEN e.payload::text END`;
+const EXPORT_COLUMNS = [
+  'e.received_at',
+  'e.id',
+  'e.event_name',
+  'e.anonymous_user_id',
+  'e.session_id',
+  'e.event_time',
+  'e.ts',
+  'e.event_id',
+  'e.is_test_mode',
+  'e.platform',
+  'e.app_version',
+  'e.build_number',
+  'e.os_version',
+  'e.device_model',
+  'e.locale',
+  'e.timezone',
+  'e.float_value',
+  'e.payload_json',
+  'CASE WHEN e.payload_json IS NULL THEN e.payload::text END',
+];
+
+/**
+ * What a row weighs against a chunk's byte bound in the statement: its payload's length, which
+ * PostgreSQL reads from the value's header without decompressing it (the older jsonb payload:
+ * its stored size), and 512 bytes for the other columns.
+ */
+const ROW_WEIGHT = `512 + coalesce(octet_length(e.payload_json::text), pg_column_size(e.payload), 0)`;
 
 type SqlType = 'uuid' | 'timestamptz' | 'boolean' | 'bigint';
 
@@ -74,6 +99,39 @@ function literal(value: string | boolean, type: SqlType): string {
   return `'${value}'::${type}`;
 }
 
+/** The chunk's statement: its rows by the index, in order. */
+function plainSql(window: ExportWindow, after: ExportPosition | null, limit: number): string {
+  return `COPY (SELECT ${EXPORT_COLUMNS.join(', ')}
+                  FROM events e
+                 WHERE ${windowWhere(window, after)}
+                 ORDER BY e.received_at, e.id
+                 LIMIT ${limit}) TO STDOUT (FORMAT binary)`;
+}
+
+/**
+ * The same rows, up to the first whose weight takes them past `maxBytes`. The rows are read by
+ * the index first, with the LIMIT, and weighed after, over that same order, which needs no sort
+ * (a window sum over the scan itself let the planner sort the whole window for every chunk).
+ */
+function weighedSql(
+  window: ExportWindow,
+  after: ExportPosition | null,
+  limit: number,
+  maxBytes: number,
+): string {
+  const named = EXPORT_COLUMNS.map((column, i) => `${column} AS c${i}`).join(', ');
+  const columns = EXPORT_COLUMNS.map((_, i) => `c${i}`).join(', ');
+  return `COPY (SELECT ${columns}
+                  FROM (SELECT ${columns}, sum(w) OVER (ORDER BY c0, c1 ROWS UNBOUNDED PRECEDING) - w AS weight_before
+                          FROM (SELECT ${named}, ${ROW_WEIGHT} AS w
+                                  FROM events e
+                                 WHERE ${windowWhere(window, after)}
+                                 ORDER BY e.received_at, e.id
+                                 LIMIT ${limit}) chunk) weighed
+                 WHERE weight_before < ${maxBytes}
+                 ORDER BY c0, c1) TO STDOUT (FORMAT binary)`;
+}
+
 /**
  * The export's reads. They go through ReadDatabase, as GET /api/v1/events does: the read pool,
  * its READ_STATEMENT_TIMEOUT_MS (per chunk: each chunk is one statement), no parallel workers,
@@ -84,40 +142,54 @@ export class ExportRepository {
   constructor(private readonly read: ReadDatabase) {}
 
   /**
-   * The next `limit` rows of the window strictly after `after`, ascending by (received_at, id),
-   * as PostgreSQL's binary COPY of EXPORT_COLUMNS (./copy-rows.ts reads it), in a buffer from
-   * `buffers`. No bound on `ts`, the partition key: a late event sits in the partition of its
-   * event-time day, so every partition may hold rows of the window. Each partition answers from
-   * its (app_id, received_at DESC, id DESC) index, read backwards, and PostgreSQL merges them in
-   * order; a partition with nothing in the window costs one index descent. The position is in
-   * microseconds, as stored, so paging is exact whatever the precision of received_at. One
-   * statement; the whole chunk is read before it is returned, so a read retried on the primary
-   * starts over.
+   * The next rows of the window strictly after `after`, ascending by (received_at, id): at most
+   * `limit`, and no more than the complete rows that fit in `maxBytes` (at least one), so that a
+   * chunk of large events stays as small as one of small events. As PostgreSQL's binary COPY of
+   * EXPORT_COLUMNS (./copy-rows.ts reads it), in a buffer from `buffers`. No bound on `ts`, the
+   * partition key: a late event sits in the partition of its event-time day, so every partition
+   * may hold rows of the window. Each partition answers from its (app_id, received_at DESC, id
+   * DESC) index, read backwards, and PostgreSQL merges them in order; a partition with nothing in
+   * the window costs one index descent. The position is in microseconds, as stored, so paging is
+   * exact whatever the precision of received_at. One statement; the whole chunk is read before it
+   * is returned, so a read retried on the primary starts over. Past `maxBytes` the statement's
+   * further rows are read and dropped, not kept: the caller asks for about as many rows as fit
+   * (ExportService), so few are. With `weigh`, the statement itself leaves out the rows past
+   * the bound by their weight (ROW_WEIGHT), so that the first chunk of large events, or a chunk
+   * where small events give way to large ones, does not send `limit` large rows to be dropped.
    */
   async copyChunk(
     window: ExportWindow,
     after: ExportPosition | null,
     limit: number,
     buffers: ChunkBuffers,
+    maxBytes = Number.MAX_SAFE_INTEGER,
+    weigh = false,
   ): Promise<Buffer> {
     if (!Number.isSafeInteger(limit) || limit < 1) throw new Error('export: bad chunk size');
-    const sql = `COPY (SELECT ${EXPORT_COLUMNS}
-                         FROM events e
-                        WHERE ${windowWhere(window, after)}
-                        ORDER BY e.received_at, e.id
-                        LIMIT ${limit}) TO STDOUT (FORMAT binary)`;
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw new Error('export: bad chunk bytes');
+    const sql = weigh ? weighedSql(window, after, limit, maxBytes) : plainSql(window, after, limit);
     return this.read.run((db) =>
       withDriverClient(db, async (client) => {
-        const pieces: Buffer[] = [];
+        let pieces: Buffer[] = [];
         let bytes = 0;
+        let full = false;
         for await (const piece of client.query(copyTo(sql))) {
+          if (full) continue;
           pieces.push(piece as Buffer);
           bytes += (piece as Buffer).length;
+          if (bytes >= maxBytes) {
+            pieces = [Buffer.concat(pieces, bytes)];
+            full = completeRowsEnd(pieces[0], bytes) !== null;
+          }
         }
-        const copy = buffers.take(bytes);
+        // Room for the trailer that ends a cut chunk.
+        const copy = buffers.take(bytes + 2);
         let at = 0;
         for (const piece of pieces) at += piece.copy(copy, at);
-        return copy.subarray(0, bytes);
+        if (!full) return copy.subarray(0, bytes);
+        const end = completeRowsEnd(copy, bytes)!;
+        copy.writeInt16BE(-1, end);
+        return copy.subarray(0, end + 2);
       }),
     );
   }

@@ -25,6 +25,26 @@ const YIELD_FACTOR = 4;
 const INGEST_RECENT_MS = 250;
 /** The longest single wait: an export always moves on. */
 const MAX_YIELD_MS = 2_000;
+/**
+ * The COPY bytes one chunk may hold (its complete rows, at least one), besides EXPORT_CHUNK_ROWS:
+ * 5,000 events of 29 KB would be 145 MB of COPY data, and as much again of lines. 4 MiB holds the
+ * 5,000 rows of ordinary events (a few hundred bytes each) and 140 rows of the largest ones, so
+ * the two formats hold a few megabytes per chunk whatever the events.
+ */
+export const EXPORT_CHUNK_BYTES = 4 * 1_048_576;
+/** The longest single pause of an export whose key is past its read budget (it then rechecks). */
+const MAX_BUDGET_PAUSE_MS = 1_000;
+
+/**
+ * What an export spends of its key's read budget (READ_TIME_MS_PER_SECOND): each chunk's read
+ * and the work to write it are charged as they happen, and the export pauses while the key is
+ * past its budget, so that it runs at the key's share instead of being cut.
+ */
+export interface ExportBudget {
+  charge(ms: number): void;
+  /** How long until the key has read time again; null while it has some. */
+  overdrawnMs(): number | null;
+}
 
 /** A checked export request: what to read, from where, in which format. */
 export interface ExportPlan {
@@ -49,6 +69,33 @@ export interface ChunkOptions {
   retries?: number;
   /** Called before each retry with the error and the attempt number. */
   onRetry?: (err: unknown, attempt: number) => void;
+  /** The key's read budget (none in the CLI). */
+  budget?: ExportBudget;
+}
+
+/** What a chunk's statement asks for: how many rows, and whether it weighs them (ExportRepository). */
+export interface ChunkAsk {
+  limit: number;
+  weigh: boolean;
+}
+
+/**
+ * What the next chunk asks for, from what the last one gave (`rows` rows in `bytes` of COPY, for
+ * `ask`). Rows: a quarter more than the last chunk gave when its byte bound cut it short (the
+ * rows read past the bound are dropped, so large events then cost about a quarter more reading
+ * than is sent), else twice the last ask, up to `most`. Weighing, which costs PostgreSQL about
+ * 1 µs a row: only while rows are large enough that `most` of them could pass half the bound, so
+ * that ordinary events read as before.
+ */
+export function nextAsk(
+  rows: number,
+  bytes: number,
+  ask: ChunkAsk,
+  most: number,
+  maxBytes: number,
+): ChunkAsk {
+  const limit = Math.min(most, rows < ask.limit ? Math.max(1, Math.ceil(rows * 1.25)) : 2 * ask.limit);
+  return { limit, weigh: (bytes / Math.max(1, rows)) * most > maxBytes / 2 };
 }
 
 /** The resume position `after=<receivedAt>:<id>` names, or null when it is malformed. */
@@ -141,11 +188,11 @@ export class ExportService {
     const buffers = new ChunkBuffers();
     return this.paged(
       plan.after,
-      async (after, limit) => {
-        const copy = await this.repository.copyChunk(window, after, limit, buffers);
+      async (after, ask) => {
+        const copy = await this.copyChunk(window, after, ask, buffers);
         return { copy, ...copyExtent(copy), release: () => buffers.give(copy) };
       },
-      (chunk) => chunk,
+      (chunk) => ({ ...chunk, bytes: chunk.copy.length }),
       options,
     );
   }
@@ -160,51 +207,84 @@ export class ExportService {
     const buffers = new ChunkBuffers();
     return this.paged(
       plan.after,
-      async (after, limit) => {
-        const copy = await this.repository.copyChunk(window, after, limit, buffers);
+      async (after, ask) => {
+        const copy = await this.copyChunk(window, after, ask, buffers);
         try {
           return finishCopy(secret, window.appId, copy, buffers);
         } finally {
           buffers.give(copy);
         }
       },
-      (chunk) => chunk,
+      (chunk) => ({ ...chunk, bytes: chunk.copyBytes }),
       options,
     );
   }
 
+  /**
+   * The chunks from `after` on, the next one read while the caller handles the current one. A
+   * chunk may end early at its byte bound, so only an empty chunk, or a short one that a byte
+   * bound cannot explain, ends the window.
+   */
+  private copyChunk(
+    window: ExportWindow,
+    after: ExportPosition | null,
+    { limit, weigh }: ChunkAsk,
+    buffers: ChunkBuffers,
+  ): Promise<Buffer> {
+    return this.repository.copyChunk(window, after, limit, buffers, EXPORT_CHUNK_BYTES, weigh);
+  }
+
   private async *paged<T>(
     after: ExportPosition | null,
-    read: (after: ExportPosition | null, limit: number) => Promise<T | null>,
-    extent: (chunk: T) => { rows: number; last: ExportPosition | null },
+    read: (after: ExportPosition | null, ask: ChunkAsk) => Promise<T | null>,
+    extent: (chunk: T) => { rows: number; bytes: number; last: ExportPosition | null },
     options: ChunkOptions,
   ): AsyncGenerator<T> {
-    const limit = this.config.exportChunkRows;
-    let lastReadMs = 0;
-    const paced = async (from: ExportPosition | null): Promise<T | null> => {
-      if (lastReadMs > 0 && this.pressure?.busy(INGEST_RECENT_MS)) {
-        await sleep(Math.min(lastReadMs * YIELD_FACTOR, MAX_YIELD_MS));
-      }
-      const started = performance.now();
-      const chunk = await read(from, limit);
-      lastReadMs = performance.now() - started;
-      return chunk;
-    };
-    let next = this.retrying(() => paced(after), options);
+    const most = this.config.exportChunkRows;
+    const paced = this.pacedRead(read, options.budget);
+    // The first chunk weighs its rows: nothing is known of their size yet.
+    let ask: ChunkAsk = { limit: most, weigh: true };
+    let next = this.retrying(() => paced(after, ask), options);
     for (;;) {
       const chunk = await next;
       if (chunk === null) return;
-      const { rows, last } = extent(chunk);
+      const { rows, bytes, last } = extent(chunk);
       if (rows === 0) return;
-      if (rows < limit || !last) {
+      if (!last) {
         yield chunk;
         return;
       }
-      next = this.retrying(() => paced(last), options);
+      const asked = (ask = nextAsk(rows, bytes, ask, most, EXPORT_CHUNK_BYTES));
+      next = this.retrying(() => paced(last, asked), options);
       // A read that fails while the consumer is busy is reported when the consumer asks for it.
       next.catch(() => undefined);
       yield chunk;
     }
+  }
+
+  /**
+   * `read`, after the waits that keep an export from crowding others out: behind this instance's
+   * ingest while it writes, and while the key is past its read budget; each read is then charged
+   * to the budget.
+   */
+  private pacedRead<T>(
+    read: (after: ExportPosition | null, ask: ChunkAsk) => Promise<T | null>,
+    budget: ExportBudget | undefined,
+  ): (from: ExportPosition | null, ask: ChunkAsk) => Promise<T | null> {
+    let lastReadMs = 0;
+    return async (from, ask) => {
+      if (lastReadMs > 0 && this.pressure?.busy(INGEST_RECENT_MS)) {
+        await sleep(Math.min(lastReadMs * YIELD_FACTOR, MAX_YIELD_MS));
+      }
+      for (let wait = budget?.overdrawnMs(); wait; wait = budget?.overdrawnMs()) {
+        await sleep(Math.min(Math.ceil(wait), MAX_BUDGET_PAUSE_MS));
+      }
+      const started = performance.now();
+      const chunk = await read(from, ask);
+      lastReadMs = performance.now() - started;
+      budget?.charge(lastReadMs);
+      return chunk;
+    };
   }
 
   private async retrying<T>(read: () => Promise<T>, { retries = 0, onRetry }: ChunkOptions): Promise<T> {

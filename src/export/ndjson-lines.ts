@@ -32,6 +32,8 @@ export interface FinishedChunk {
   last: ExportPosition | null;
   /** Milliseconds the server spent finishing it (for ./fair-share.ts). */
   workMs: number;
+  /** The size of the COPY data it was written from. */
+  copyBytes: number;
 }
 
 const ascii = (text: string) => Uint8Array.from(text, (c) => c.charCodeAt(0));
@@ -248,7 +250,8 @@ export function finishCopy(
   const out = writer.out;
   const release = () => buffers.give(out);
   if (rows === 0) {
-    return { lines: out.subarray(0, 0), release, rows, last: null, workMs: performance.now() - started };
+    const workMs = performance.now() - started;
+    return { lines: out.subarray(0, 0), release, rows, last: null, workMs, copyBytes: copy.length };
   }
   const sealed = sealIds(secret, appId, [copy], ids, rows);
   for (let i = 0; i < rows; i++) writePresentedEventId(sealed, i * SEALED_EVENT_ID_BYTES, out, idAt[i]);
@@ -258,5 +261,6 @@ export function finishCopy(
     rows,
     last: positionAt(copy, lastReceivedAt, ids[rows - 1]),
     workMs: performance.now() - started,
+    copyBytes: copy.length,
   };
 }
