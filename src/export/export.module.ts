@@ -4,12 +4,12 @@ import { RateLimitModule } from '@app/common/rate-limit/rate-limit.module';
 import { ExportController } from './export.controller';
 import { ExportRepository } from './export.repository';
 import { ExportService } from './export.service';
-import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { ReadsModule } from '@app/common/reads/reads.module';
 
 @Module({
-  imports: [AuthModule, RateLimitModule],
+  imports: [ReadsModule, AuthModule, RateLimitModule],
   controllers: [ExportController],
-  providers: [ExportRepository, ExportService, CursorSecretRepository],
+  providers: [ExportRepository, ExportService],
   exports: [ExportService],
 })
 export class ExportModule {}
