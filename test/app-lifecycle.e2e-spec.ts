@@ -1,7 +1,9 @@
 import request from 'supertest';
 import type { DataSource } from 'typeorm';
 import { bearer, makeApiKey, makeIngestKey, postIngest } from './factories';
-import { useTestApp, type TestApp } from './support/test-app';
+import { testEnv, useTestApp, type TestApp } from './support/test-app';
+import { openServices } from '@app/cli/services';
+import { loadConfig } from '@app/config/config';
 import { expectFailureStdout, runTestCli } from './support/run-cli';
 import { RollupsService } from '@app/rollups/rollups.service';
 
@@ -159,9 +161,6 @@ describe('apps: rename and delete', () => {
 
 /** Runs a stored deletion to its end through the CLI's own job, as `--wait` does. */
 async function runPending(_t: TestApp, id: string) {
-  const { openServices } = await import('@app/cli/services');
-  const { loadConfig } = await import('@app/config/config');
-  const { testEnv } = await import('./support/test-app');
   const services = await openServices(loadConfig(testEnv()));
   try {
     return await services.privacy().runToEnd(id);

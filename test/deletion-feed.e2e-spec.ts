@@ -37,8 +37,29 @@ async function erased(
   }
 }
 
+/** The app's exported records, once the export horizon (EXPORT_SETTLE_MS) has passed all `n` of them. */
+async function exported(
+  t: TestApp,
+  appId: string,
+  key: string,
+  n: number,
+): Promise<Record<string, unknown>[]> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const res = await request(t.http).get('/api/v1/export').query({ appId, from: 0 }).set(bearer(key));
+    expect(res.status).toBe(200);
+    const records = res.text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    if (records.length >= n || Date.now() > deadline) return records;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 describe('the deletions feed gives downstream copies the userKeys to delete', () => {
-  const t = useTestApp();
+  // The export horizon at its shortest, so that the events are exportable at once.
+  const t = useTestApp({ EXPORT_SETTLE_MS: '200' });
 
   it('lists each done deletion with its users’ keys to an export key, and never a raw id', async () => {
     const s = await makeTenant(t.app);
@@ -50,10 +71,15 @@ describe('the deletions feed gives downstream copies the userKeys to delete', ()
       anonymousUserId: u,
     }));
     expect((await postIngest(t.http, s.liveKey, { events })).status).toBe(200);
+    // The warehouse's copy: each record with its userKey, never matched to a raw id by Tally.
+    const copy = await exported(t, s.appId, exporter, 2);
+    const copied = copy.find((r) => r.anonymousUserId === RAW)!;
     const before = Date.now();
     const done = await erased(t, s.appId, privacy, [RAW]);
     const expected = userKey(await userKeySecret(t), s.appId, RAW);
     expect(done.userKeys).toEqual([expected]);
+    expect(copied.userKey).toBe(expected);
+    expect(copy.find((r) => r.anonymousUserId !== RAW)!.userKey).not.toBe(expected);
 
     const feed = await request(t.http)
       .get('/api/v1/deletions')

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
+import { asExported } from './support/databases';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { bearer, makeApiKey, makeApp } from './factories';
 import { seedLargeEvents } from './factories/large-events';
@@ -12,6 +13,7 @@ import { expectProblem } from './support/problem';
 import { ExportRepository, type ExportPosition } from '../src/export/export.repository';
 import { ChunkBuffers } from '../src/export/chunk-buffers';
 import { copyExtent } from '../src/export/copy-rows';
+import { ExportUserKeys } from '@app/export/export-user-keys';
 import { ParquetEncoder } from '../src/export/export-parquet';
 import { CursorSecretRepository } from '../src/common/reads/cursor-secret.repository';
 import { EXPORT_CHUNK_BYTES } from '../src/export/export.service';
@@ -85,7 +87,10 @@ describe('GET /api/v1/export of large events', () => {
       .query({ appId: large.appId, limit: 1000 })
       .set(bearer(large.key));
     expect(page.status).toBe(200);
-    const records = (page.body as unknown[]).reverse();
+    const records = await asExported(
+      t.db,
+      (page.body as { appId: string; anonymousUserId: string | null }[]).reverse(),
+    );
     expect(records).toHaveLength(600);
     expect(res.text).toBe(records.map((record) => JSON.stringify(record) + '\n').join(''));
     expect(Buffer.byteLength(res.text)).toBeGreaterThan(600 * 28_800);
@@ -154,7 +159,9 @@ describe('GET /api/v1/export of large events', () => {
     // The file as exports wrote it before the byte bounds: whole chunks of 5,000 rows.
     const repository = t.app.get(ExportRepository);
     const window = { appId, fromMs: base, toMs: base + HOUR, testMode: 'false' } as const;
-    const encoder = new ParquetEncoder(await t.app.get(CursorSecretRepository).cursorSecret(), appId);
+    const secrets = t.app.get(CursorSecretRepository);
+    const userKeys = new ExportUserKeys(await secrets.userKeySecret(), appId);
+    const encoder = new ParquetEncoder(await secrets.cursorSecret(), appId, userKeys);
     const pieces: Uint8Array[] = [];
     let after: ExportPosition | null = null;
     for (;;) {

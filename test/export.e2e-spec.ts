@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import request from 'supertest';
+import { asExported } from './support/databases';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { bearer, makeApiKey, makeApp, makeIngestKey, makeTenant, postIngest } from './factories';
 import { SeedEvent, seedEvents } from './factories/events';
@@ -19,6 +20,8 @@ const SETTLE_MS = 1_000;
 
 interface ExportRecord {
   id: string;
+  appId: string;
+  anonymousUserId: string | null;
   eventId: string | null;
   receivedAt: number;
   floatValue: number | null;
@@ -99,7 +102,7 @@ describe('GET /api/v1/export', () => {
       .get('/api/v1/events')
       .query({ appId: tenant.appId, limit: 1 })
       .set(bearer(reader));
-    const newest = page.body[0] as ExportRecord;
+    const [newest] = await asExported(t.db, [page.body[0] as ExportRecord]);
     expect(records.find((r) => r.id === newest.id)).toEqual(newest);
   });
 
@@ -130,8 +133,7 @@ describe('GET /api/v1/export', () => {
     expect(res.status).toBe(200);
     const page = await request(t.http).get('/api/v1/events').query({ appId, limit: 10 }).set(bearer(key));
     expect(page.status).toBe(200);
-    const expected = (page.body as ExportRecord[])
-      .reverse()
+    const expected = (await asExported(t.db, (page.body as ExportRecord[]).reverse()))
       .map((record) => JSON.stringify(record) + '\n')
       .join('');
     expect(res.text).toBe(expected);

@@ -1,5 +1,7 @@
 import type { Writable } from 'node:stream';
 import { ParquetEncoder } from './export-parquet';
+import { ExportUserKeys } from './export-user-keys';
+import type { ExportPlan } from './export.service';
 import { shareEventLoop } from './fair-share';
 import type { FinishedChunk } from './ndjson-lines';
 import type { CopyChunk, ExportBudget } from './export.service';
@@ -28,11 +30,11 @@ export async function* ndjsonBody(chunks: AsyncIterable<FinishedChunk>): AsyncGe
  */
 export async function* parquetBody(
   chunks: AsyncIterable<CopyChunk>,
-  secret: Buffer,
-  appId: string,
+  plan: Pick<ExportPlan, 'secret' | 'userKeySecret'> & { window: { appId: string } },
   budget?: ExportBudget,
 ): AsyncGenerator<BodyPiece> {
-  const encoder = new ParquetEncoder(secret, appId);
+  const { appId } = plan.window;
+  const encoder = new ParquetEncoder(plan.secret, appId, new ExportUserKeys(plan.userKeySecret, appId));
   for await (const chunk of chunks) {
     const started = performance.now();
     const group = encoder.add(chunk);

@@ -1,3 +1,7 @@
+import { userKey } from '@app/common/user-keys';
+import { toEventRecord } from '@app/common/reads/event-record';
+import { ExportUserKeys } from './export-user-keys';
+import type { ExportRecord } from './export-parquet';
 import fc from 'fast-check';
 import type { EventRow } from '@app/common/reads/event-record';
 import type { EventRecordDto } from '@app/common/reads/event-record.dto';
@@ -10,6 +14,11 @@ import type { EventRecordDto } from '@app/common/reads/event-record.dto';
 
 export const SECRET = Buffer.alloc(32, 7);
 export const APP_ID = '0b7f3c1e-5d2a-4c8e-9f10-2a3b4c5d6e7f';
+/** The key of the records' userKeys (common/user-keys.ts). */
+export const USER_KEY_SECRET = Buffer.alloc(32, 9);
+
+/** A fresh ExportUserKeys of the fixtures' app, as one export has. */
+export const exportUserKeys = () => new ExportUserKeys(USER_KEY_SECRET, APP_ID);
 const PG_EPOCH_US = 946_684_800_000_000n;
 
 /**
@@ -181,3 +190,11 @@ export const plainRow = (over: Partial<StoredRow> = {}): StoredRow => ({
   payloadJsonb: null,
   ...over,
 });
+
+/** The exported record of a stored row: its event record and its user's key (common/user-keys.ts). */
+export function exportRecord(r: StoredRow): ExportRecord {
+  const record = toEventRecord(SECRET, asEventRow(r));
+  const key =
+    record.anonymousUserId === null ? null : userKey(USER_KEY_SECRET, APP_ID, record.anonymousUserId);
+  return { ...record, userKey: key };
+}

@@ -1,11 +1,10 @@
 import fc from 'fast-check';
 import { ByteWriter, ParquetWriter } from 'hyparquet-writer';
-import { toEventRecord } from '@app/common/reads/event-record';
-import type { EventRecordDto } from '@app/common/reads/event-record.dto';
 import {
   APP_ID,
-  asEventRow,
   binaryCopy,
+  exportRecord,
+  exportUserKeys,
   plainRow,
   SECRET,
   type StoredRow,
@@ -13,6 +12,7 @@ import {
 } from './export-copy.fixtures';
 import { copyExtent } from './copy-rows';
 import {
+  type ExportRecord,
   PARQUET_COLUMNS,
   PARQUET_ROW_GROUP_BYTES,
   PARQUET_ROW_GROUP_ROWS,
@@ -27,7 +27,7 @@ import type { CopyChunk } from './export.service';
  * The file the writer makes from the event records themselves, as GET /api/v1/events presents
  * them, with the same schema, options and row groups: what the export must send, byte for byte.
  */
-function fromRecords(records: EventRecordDto[], groups: number[]): Buffer {
+function fromRecords(records: ExportRecord[], groups: number[]): Buffer {
   const out = new ByteWriter();
   const writer = new ParquetWriter({
     writer: out,
@@ -50,7 +50,7 @@ function fromRecords(records: EventRecordDto[], groups: number[]): Buffer {
   return Buffer.from(out.getBytes());
 }
 
-const records = (rows: StoredRow[]) => rows.map((r) => toEventRecord(SECRET, asEventRow(r)));
+const records = (rows: StoredRow[]) => rows.map(exportRecord);
 
 /** A chunk as ExportService.copyChunks gives it, counting its releases. */
 function chunkOf(rows: StoredRow[], released: Buffer[] = []): CopyChunk {
@@ -59,7 +59,7 @@ function chunkOf(rows: StoredRow[], released: Buffer[] = []): CopyChunk {
 }
 
 /** The export's bytes for `chunks`, as the response sends them. */
-function encode(chunks: CopyChunk[], encoder = new ParquetEncoder(SECRET, APP_ID)): Buffer {
+function encode(chunks: CopyChunk[], encoder = new ParquetEncoder(SECRET, APP_ID, exportUserKeys())): Buffer {
   const pieces: Uint8Array[] = [];
   for (const chunk of chunks) {
     const group = encoder.add(chunk);
@@ -125,7 +125,7 @@ describe('ParquetEncoder (a Parquet file from the binary COPY)', () => {
     const released: Buffer[] = [];
     const half = PARQUET_ROW_GROUP_ROWS / 2;
     const chunks = split(rows, Array<number>(5).fill(half)).map((chunk) => chunkOf(chunk, released));
-    const encoder = new ParquetEncoder(SECRET, APP_ID);
+    const encoder = new ParquetEncoder(SECRET, APP_ID, exportUserKeys());
     expect(encoder.add(chunks[0])).toBeNull();
     expect(released).toEqual([]);
     const first = encoder.add(chunks[1]);
@@ -152,7 +152,7 @@ describe('ParquetEncoder (a Parquet file from the binary COPY)', () => {
     // Chunks of 40 rows (1.2 MB each): a group is the first whole chunks that reach the bound.
     const chunks = split(rows, Array<number>(10).fill(40)).map((chunk) => chunkOf(chunk, released));
     const perGroup = Math.ceil(PARQUET_ROW_GROUP_BYTES / chunks[0].copy.length);
-    const encoder = new ParquetEncoder(SECRET, APP_ID);
+    const encoder = new ParquetEncoder(SECRET, APP_ID, exportUserKeys());
     const pieces: Uint8Array[] = [];
     chunks.forEach((chunk, i) => {
       const group = encoder.add(chunk);
@@ -171,7 +171,7 @@ describe('ParquetEncoder (a Parquet file from the binary COPY)', () => {
       eventName: i % 2 ? 'Zeta.event' : 'Alpha.event',
     }));
     const chunks = split(rows, [PARQUET_ROW_GROUP_ROWS]).map((chunk) => chunkOf(chunk));
-    const encoder = new ParquetEncoder(SECRET, APP_ID);
+    const encoder = new ParquetEncoder(SECRET, APP_ID, exportUserKeys());
     const first = encoder.add(chunks[0])!;
     // The first chunk's buffer holds another chunk's data before the footer is written.
     chunks[0].copy.fill(0x7a, 19);

@@ -6,6 +6,10 @@ import {
   writePresentedEventId,
 } from '@app/common/event-ids';
 import type { EventRecordDto } from '@app/common/reads/event-record.dto';
+import type { ExportUserKeys } from './export-user-keys';
+
+/** An exported record: the event record and its user's key outside Tally (common/user-keys.ts). */
+export type ExportRecord = EventRecordDto & { userKey: string | null };
 import { COLUMN, COLUMNS, CopyRows, epochMs, int64, jsonbPayload, sealIds } from './copy-rows';
 import type { CopyChunk } from './export.service';
 
@@ -53,12 +57,13 @@ interface Group {
   appId: Uint8Array;
   /** The export's table of distinct text values, reused column after column. */
   interned: Interned;
+  userKeys: ExportUserKeys;
 }
 
 type Value = Uint8Array | number | boolean | null;
 
 export interface Column {
-  name: keyof EventRecordDto;
+  name: keyof ExportRecord;
   element: Omit<SchemaElement, 'name' | 'repetition_type'>;
   required: boolean;
   /** Min/max per row group, for a reader's filter pushdown: kept where a filter is likely. */
@@ -164,7 +169,16 @@ function payloads({ copies, rows, starts, lengths, source }: Group): Value[] {
   return values;
 }
 
-/** The columns, in record order: the fields of an event record, typed. */
+/** The records' userKeys: one shared value per user (./export-user-keys.ts), or null. */
+function userKeys({ copies, rows, starts, lengths, source, userKeys: keys }: Group): Value[] {
+  const values = new Array<Value>(rows);
+  for (let r = 0, at = COLUMN.anonymousUserId; r < rows; r++, at += COLUMNS) {
+    values[r] = lengths[at] < 0 ? null : keys.keyOf(copies[source[r]], starts[at], lengths[at]);
+  }
+  return values;
+}
+
+/** The columns, in record order: the fields of an exported record, typed. */
 export const PARQUET_COLUMNS: readonly Column[] = [
   {
     name: 'id',
@@ -222,6 +236,7 @@ export const PARQUET_COLUMNS: readonly Column[] = [
   },
   // JSON text, as the record's payload object serialises.
   { name: 'payload', element: JSON_TEXT, required: false, unique: true, values: payloads },
+  { name: 'userKey', element: STRING, required: false, values: userKeys },
 ];
 
 /** How the writer encodes a column: the options of its `columnData` entry besides the values. */
@@ -275,6 +290,7 @@ export class ParquetEncoder {
   constructor(
     private readonly secret: Buffer,
     private readonly appIdText: string,
+    private readonly userKeys: ExportUserKeys,
   ) {
     this.appId = Buffer.from(appIdText);
     this.writer = new ParquetWriter({
@@ -354,7 +370,8 @@ export class ParquetEncoder {
     for (let i = 0; i < rows; i++) {
       writePresentedEventId(sealed, i * SEALED_EVENT_ID_BYTES, ids, i * PRESENTED_EVENT_ID_CHARS);
     }
-    return { copies, rows, starts, lengths, source, ids, appId: this.appId, interned: this.interned };
+    const { appId, interned, userKeys } = this;
+    return { copies, rows, starts, lengths, source, ids, appId, interned, userKeys };
   }
 
   /**

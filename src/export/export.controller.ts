@@ -61,7 +61,8 @@ export class ExportController {
     summary: 'Export raw events',
     description:
       'Streams every event of `appId` received in [`from`, `to`), ascending by `receivedAt` then `id`, as NDJSON ' +
-      '(one event record per line; gzip with `Accept-Encoding: gzip`) or as one Parquet file. Consecutive windows ' +
+      '(one event record per line, with `userKey`, the user\'s key outside Tally that deletions list; gzip with ' +
+      '`Accept-Encoding: gzip`) or as one Parquet file. Consecutive windows ' +
       'give every event exactly once. A cut stream resumes with `after=<receivedAt>:<id>` of the last complete ' +
       'record. Needs an API key with the scope `events:export`; one export at a time per key and instance. An ' +
       "export's reads count toward the key's read time per second (429 `rate_limited` while it is spent; an export " +
@@ -133,7 +134,7 @@ export class ExportController {
   private async body(plan: ExportPlan, budget: ExportBudget): Promise<AsyncIterable<BodyPiece>> {
     if (plan.format === 'parquet') {
       const chunks = await firstRead(this.exports.copyChunks(plan, { budget }));
-      return parquetBody(chunks, plan.secret, plan.window.appId, budget);
+      return parquetBody(chunks, plan, budget);
     }
     return ndjsonBody(await firstRead(this.exports.ndjsonChunks(plan, { budget })));
   }

@@ -10,6 +10,7 @@ import { isTransientDatabaseError } from '@app/database/transient-error';
 import { WritePressure } from '@app/database/write-pressure';
 import { ExportPosition, ExportRepository, ExportWindow } from './export.repository';
 import { finishCopy, type FinishedChunk } from './ndjson-lines';
+import { ExportUserKeys } from './export-user-keys';
 import { copyExtent } from './copy-rows';
 import { ChunkBuffers } from './chunk-buffers';
 import type { ExportFormat, ExportQueryDto } from './export-query.dto';
@@ -53,6 +54,8 @@ export interface ExportPlan {
   format: ExportFormat;
   /** The key of the app's opaque record ids (the cursor key). */
   secret: Buffer;
+  /** The key of the records' userKeys (common/user-keys.ts). */
+  userKeySecret: Buffer;
 }
 
 /** One chunk of rows as their binary COPY (./copy-rows.ts). */
@@ -168,7 +171,8 @@ export class ExportService {
       }
     }
     const window = { appId, fromMs, toMs, testMode: query.testMode ?? 'false' } as const;
-    return { window, after, format: query.format ?? 'ndjson', secret };
+    const userKeySecret = await this.secrets.userKeySecret();
+    return { window, after, format: query.format ?? 'ndjson', secret, userKeySecret };
   }
 
   /** Takes the export slot of `holder` (429 when it has one, or the instance is full). */
@@ -205,12 +209,13 @@ export class ExportService {
   ndjsonChunks(plan: ExportPlan, options: ChunkOptions = {}): AsyncGenerator<FinishedChunk> {
     const { window, secret } = plan;
     const buffers = new ChunkBuffers();
+    const userKeys = new ExportUserKeys(plan.userKeySecret, window.appId);
     return this.paged(
       plan.after,
       async (after, ask) => {
         const copy = await this.copyChunk(window, after, ask, buffers);
         try {
-          return finishCopy(secret, window.appId, copy, buffers);
+          return finishCopy(secret, window.appId, copy, userKeys, buffers);
         } finally {
           buffers.give(copy);
         }

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { presentEventId } from '@app/common/event-ids';
-import { toEventRecord } from '@app/common/reads/event-record';
 import {
   APP_ID,
-  asEventRow,
   binaryCopy,
+  exportRecord,
+  exportUserKeys,
   plainRow,
   SECRET,
   type StoredRow,
@@ -13,16 +13,15 @@ import {
 import { ChunkBuffers } from './chunk-buffers';
 import { finishCopy } from './ndjson-lines';
 
-const expectedLines = (rows: StoredRow[]) =>
-  rows.map((r) => JSON.stringify(toEventRecord(SECRET, asEventRow(r))) + '\n').join('');
+const expectedLines = (rows: StoredRow[]) => rows.map((r) => JSON.stringify(exportRecord(r)) + '\n').join('');
 
 const finished = (rows: StoredRow[]) => {
-  const chunk = finishCopy(SECRET, APP_ID, binaryCopy(rows));
+  const chunk = finishCopy(SECRET, APP_ID, binaryCopy(rows), exportUserKeys());
   return { ...chunk, text: chunk.lines.toString('utf8') };
 };
 
 describe('finishCopy (NDJSON lines from the binary COPY)', () => {
-  it('writes each row exactly as JSON.stringify(toEventRecord(row)), whatever the values', () => {
+  it('writes each row exactly as JSON.stringify of its exported record, whatever the values', () => {
     fc.assert(
       fc.property(fc.array(storedRow, { minLength: 1, maxLength: 8 }), (rows) => {
         const chunk = finished(rows);
@@ -71,7 +70,7 @@ describe('finishCopy (NDJSON lines from the binary COPY)', () => {
 
   it('presents the older jsonb payload as the driver parses it', () => {
     const text = finished([plainRow({ payloadJson: null, payloadJsonb: '{"b": 1, "a": [true, "x"]}' })]).text;
-    expect(text).toContain('"payload":{"b":1,"a":[true,"x"]}}\n');
+    expect(text).toContain('"payload":{"b":1,"a":[true,"x"]},"userKey":');
   });
 
   it('grows its buffer for rows of escaped text beyond the first estimate', () => {
@@ -82,13 +81,13 @@ describe('finishCopy (NDJSON lines from the binary COPY)', () => {
   it("leaves a chunk's lines alone until they are released, then reuses their memory", () => {
     const buffers = new ChunkBuffers();
     const rows = (id: bigint) => [plainRow({ id }), plainRow({ id: id + 1n })];
-    const first = finishCopy(SECRET, APP_ID, binaryCopy(rows(1n)), buffers);
+    const first = finishCopy(SECRET, APP_ID, binaryCopy(rows(1n)), exportUserKeys(), buffers);
     const firstText = first.lines.toString();
-    const second = finishCopy(SECRET, APP_ID, binaryCopy(rows(3n)), buffers);
+    const second = finishCopy(SECRET, APP_ID, binaryCopy(rows(3n)), exportUserKeys(), buffers);
     expect(second.lines.buffer).not.toBe(first.lines.buffer);
     expect(first.lines.toString()).toBe(firstText);
     first.release();
-    const third = finishCopy(SECRET, APP_ID, binaryCopy(rows(5n)), buffers);
+    const third = finishCopy(SECRET, APP_ID, binaryCopy(rows(5n)), exportUserKeys(), buffers);
     expect(third.lines.buffer).toBe(first.lines.buffer);
     expect(third.lines.toString()).toBe(expectedLines(rows(5n)));
     expect(second.lines.toString()).toBe(expectedLines(rows(3n)));
@@ -96,9 +95,11 @@ describe('finishCopy (NDJSON lines from the binary COPY)', () => {
 
   it('gives no lines for an empty chunk, and refuses what is not a binary COPY of the columns', () => {
     expect(finished([])).toMatchObject({ text: '', rows: 0, last: null });
-    expect(() => finishCopy(SECRET, APP_ID, Buffer.from('id\tname\n'))).toThrow(/no binary COPY header/);
+    expect(() => finishCopy(SECRET, APP_ID, Buffer.from('id\tname\n'), exportUserKeys())).toThrow(
+      /no binary COPY header/,
+    );
     const shortRow = binaryCopy([plainRow()]);
     shortRow.writeInt16BE(3, 19);
-    expect(() => finishCopy(SECRET, APP_ID, shortRow)).toThrow(/row shape/);
+    expect(() => finishCopy(SECRET, APP_ID, shortRow, exportUserKeys())).toThrow(/row shape/);
   });
 });

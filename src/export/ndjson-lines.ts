@@ -6,6 +6,7 @@ import {
 import { ChunkBuffers } from './chunk-buffers';
 import { COLUMN, CopyRows, epochMs, int64, jsonbPayload, positionAt, sealIds } from './copy-rows';
 import type { ExportPosition } from './export.repository';
+import type { ExportUserKeys } from './export-user-keys';
 
 /**
  * The NDJSON export's lines, written straight from PostgreSQL's binary COPY of each row's
@@ -39,6 +40,7 @@ export interface FinishedChunk {
 const ascii = (text: string) => Uint8Array.from(text, (c) => c.charCodeAt(0));
 const KEYS = {
   anonymousUserId: ascii(',"anonymousUserId":'),
+  userKey: ascii(',"userKey":'),
   sessionId: ascii(',"sessionId":'),
   eventTime: ascii(',"eventTime":'),
   timestamp: ascii(',"timestamp":'),
@@ -56,6 +58,7 @@ const KEYS = {
   payload: ascii(',"payload":'),
 };
 const NULL = ascii('null');
+const QUOTE = ascii('"');
 const TRUE = ascii('true');
 const FALSE = ascii('false');
 const LINE_END = ascii('}\n');
@@ -188,8 +191,22 @@ function payloadField(writer: LineWriter, row: CopyRows): void {
   } else writer.bytes(NULL);
 }
 
+/** The record's userKey (./export-user-keys.ts), or null with the user id. */
+function userKeyField(writer: LineWriter, row: CopyRows, userKeys: ExportUserKeys): void {
+  const { starts, lengths } = row;
+  writer.bytes(KEYS.userKey);
+  if (lengths[COLUMN.anonymousUserId] < 0) {
+    writer.bytes(NULL);
+    return;
+  }
+  const key = userKeys.keyOf(row.copy, starts[COLUMN.anonymousUserId], lengths[COLUMN.anonymousUserId]);
+  writer.bytes(QUOTE);
+  writer.bytes(key);
+  writer.bytes(QUOTE);
+}
+
 /** The current row as a line, its id left blank. */
-function writeLine(writer: LineWriter, row: CopyRows, head: Uint8Array): void {
+function writeLine(writer: LineWriter, row: CopyRows, head: Uint8Array, userKeys: ExportUserKeys): void {
   const { copy, starts, lengths } = row;
   writer.bytes(head);
   writer.string(copy, starts[COLUMN.eventName], starts[COLUMN.eventName] + lengths[COLUMN.eventName]);
@@ -217,6 +234,7 @@ function writeLine(writer: LineWriter, row: CopyRows, head: Uint8Array): void {
   if (lengths[COLUMN.floatValue] < 0) writer.bytes(NULL);
   else writer.text(JSON.stringify(copy.readDoubleBE(starts[COLUMN.floatValue])));
   payloadField(writer, row);
+  userKeyField(writer, row, userKeys);
   writer.bytes(LINE_END);
 }
 
@@ -228,6 +246,7 @@ export function finishCopy(
   secret: Buffer,
   appId: string,
   copy: Buffer,
+  userKeys: ExportUserKeys,
   buffers = new ChunkBuffers(),
 ): FinishedChunk {
   const started = performance.now();
@@ -244,7 +263,7 @@ export function finishCopy(
     ids.push(row.starts[COLUMN.id]);
     lastReceivedAt = row.starts[COLUMN.receivedAt];
     idAt.push(writer.at + ID_OFFSET);
-    writeLine(writer, row, head);
+    writeLine(writer, row, head, userKeys);
   }
   const rows = ids.length;
   const out = writer.out;

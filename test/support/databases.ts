@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { userKey } from '@app/common/user-keys';
 import { testDatabaseUrl } from './test-app';
 
 /** The test cluster's URL with another database name. */
@@ -18,4 +19,21 @@ export async function recreateDatabase(name: string): Promise<void> {
   } finally {
     await admin.end();
   }
+}
+
+/**
+ * The exported record of an event record as GET /api/v1/events gives it: the record and its
+ * user's key outside Tally (src/common/user-keys.ts, with the database's `user_key` secret).
+ */
+export async function asExported<R extends { appId: string; anonymousUserId: string | null }>(
+  db: { query(sql: string): Promise<unknown> },
+  records: R[],
+): Promise<(R & { userKey: string | null })[]> {
+  const [row] = (await db.query(`SELECT value FROM server_secrets WHERE name = 'user_key'`)) as {
+    value: Buffer;
+  }[];
+  return records.map((r) => ({
+    ...r,
+    userKey: r.anonymousUserId === null ? null : userKey(row.value, r.appId, r.anonymousUserId),
+  }));
 }

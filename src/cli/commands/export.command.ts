@@ -41,8 +41,7 @@ async function writeExport(
     plan.format === 'parquet'
       ? parquetBody(
           counted(service.copyChunks(plan, options), (chunk) => chunk.rows),
-          plan.secret,
-          plan.window.appId,
+          plan,
         )
       : ndjsonBody(counted(service.ndjsonChunks(plan, options), (chunk) => chunk.rows));
   await writeBody(body, out, (bytes) => {

@@ -177,7 +177,7 @@ export interface paths {
         };
         /**
          * Export raw events
-         * @description Streams every event of `appId` received in [`from`, `to`), ascending by `receivedAt` then `id`, as NDJSON (one event record per line; gzip with `Accept-Encoding: gzip`) or as one Parquet file. Consecutive windows give every event exactly once. A cut stream resumes with `after=<receivedAt>:<id>` of the last complete record. Needs an API key with the scope `events:export`; one export at a time per key and instance. An export's reads count toward the key's read time per second (429 `rate_limited` while it is spent; an export that runs out pauses until the key has time again). A response that the client does not read for `EXPORT_IDLE_TIMEOUT_MS` (default 60 s) is closed.
+         * @description Streams every event of `appId` received in [`from`, `to`), ascending by `receivedAt` then `id`, as NDJSON (one event record per line, with `userKey`, the user's key outside Tally that deletions list; gzip with `Accept-Encoding: gzip`) or as one Parquet file. Consecutive windows give every event exactly once. A cut stream resumes with `after=<receivedAt>:<id>` of the last complete record. Needs an API key with the scope `events:export`; one export at a time per key and instance. An export's reads count toward the key's read time per second (429 `rate_limited` while it is spent; an export that runs out pauses until the key has time again). A response that the client does not read for `EXPORT_IDLE_TIMEOUT_MS` (default 60 s) is closed.
          */
         get: operations["ExportController_export"];
         put?: never;
