@@ -73,6 +73,20 @@ export class DeletionRepository {
     return row;
   }
 
+  /**
+   * Stores a deletion from the erasure ledger under its own id, unless the database already has
+   * it (another instance got there first); returns false then.
+   */
+  async insertFromLedger(tx: EntityManager, d: NewDeletion): Promise<boolean> {
+    const rows = (await tx.query(
+      `INSERT INTO deletions (id, app_id, user_count, user_ids, suppress, requested_by, not_before)
+       VALUES ($1, $2, $3, $4::text[], $5, $6::jsonb, to_timestamp($7::float8 / 1000))
+       ON CONFLICT (id) DO NOTHING RETURNING id`,
+      [d.id, d.appId, d.userIds.length, d.userIds, d.suppress, JSON.stringify(d.requestedBy), d.notBefore],
+    )) as unknown[];
+    return rows.length > 0;
+  }
+
   async find(id: string): Promise<DeletionRow | null> {
     const rows = (await this.db.query(`SELECT ${COLUMNS} FROM deletions WHERE id = $1`, [
       id,

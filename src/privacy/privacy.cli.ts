@@ -11,6 +11,7 @@ import { DeletionsService, DeletionView, deletionView } from './deletions.servic
 import { EventsErasureStep, QuarantineErasureStep, RollupsErasureStep } from './erasure-steps';
 import { QuarantineRepository } from '@app/plans/quarantine.repository';
 import { EventErasureRepository } from './event-erasure.repository';
+import { ErasureLedger } from './erasure-ledger';
 import { SuppressionRepository } from './suppression.repository';
 import { SuppressionsService } from './suppressions.service';
 
@@ -31,6 +32,7 @@ export function buildCliPrivacy(
   audit: AuditService,
   rollups: RollupsService,
   pausePercent: number,
+  ledgerPath: string,
 ): CliPrivacy {
   const deletionRepo = new DeletionRepository(db);
   const suppressions = new SuppressionsService(
@@ -51,7 +53,12 @@ export function buildCliPrivacy(
     new QuarantineErasureStep(new QuarantineRepository(db)),
     new RollupsErasureStep(deletionRepo, rollups),
   ];
-  const job = new DeletionJob(deletionRepo, steps, { ended: deletionEnded(audit), pausePercent });
+  const ledger = new ErasureLedger(ledgerPath);
+  const job = new DeletionJob(deletionRepo, steps, {
+    ended: deletionEnded(audit),
+    beforeDone: (row) => ledger.record(row),
+    pausePercent,
+  });
   const runToEnd = async (id: string): Promise<DeletionView> => {
     for (;;) {
       const outcome = await job.run(id);

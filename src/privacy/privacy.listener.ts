@@ -2,9 +2,12 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { Interval } from '@nestjs/schedule';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AuditService } from '@app/audit/audit.service';
+import { AppsService } from '@app/auth/apps.service';
 import { PgListener } from '@app/common/pg-listener';
 import { DELETIONS_CHANNEL, DeletionRepository } from './deletion.repository';
 import { DeletionJob, deletionEnded } from './deletion-job';
+import { ErasureLedger } from './erasure-ledger';
+import { ErasureLedgerReplayer } from './erasure-ledger-replay';
 import { ERASURE_STEPS, type ErasureStep } from './erasure-steps';
 import { PrivacyMetrics } from './privacy.metrics';
 import { SUPPRESSIONS_CHANNEL } from './suppression.repository';
@@ -25,6 +28,7 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
   private readonly logger = new Logger('Deletions');
   private readonly listener: PgListener;
   private readonly job: DeletionJob;
+  private readonly ledgerReplay: ErasureLedgerReplayer;
   private wake: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
@@ -38,6 +42,7 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
     metrics: PrivacyMetrics,
     audit: AuditService,
     private readonly suppressions: SuppressionsService,
+    apps: AppsService,
   ) {
     this.listener = new PgListener(
       config.databaseUrl,
@@ -45,15 +50,24 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
       'Privacy',
       'tally-listen-privacy',
     );
+    const ledger = new ErasureLedger(config.erasureLedgerPath);
     this.job = new DeletionJob(
       deletions,
       steps,
-      { metrics, ended: deletionEnded(audit), pausePercent: config.erasurePausePercent },
+      {
+        metrics,
+        ended: deletionEnded(audit),
+        beforeDone: (row) => ledger.record(row),
+        pausePercent: config.erasurePausePercent,
+      },
       () => this.stopping,
     );
+    this.ledgerReplay = new ErasureLedgerReplayer(ledger, deletions, suppressions, apps, audit, this.job);
   }
 
   async onApplicationBootstrap(): Promise<void> {
+    // Before anything is served: a restored database gets back every erasure made since its backup.
+    await this.ledgerReplay.replay();
     await this.suppressions.loadAll();
     await this.listener.start({
       notified: (channel, payload) => {

@@ -1,5 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { DataSource } from 'typeorm';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { AppConfig, loadConfig } from '@app/config/config';
@@ -32,10 +34,14 @@ export function testReplicaUrl(): string {
   return url.toString();
 }
 
+/** The erasure ledger of this test process: beside the test database, never in the checkout. */
+export const TEST_LEDGER_PATH = path.join(tmpdir(), `tally-test-erasure-ledger-${process.pid}.ndjson`);
+
 /** Environment for a test server: the test database, quiet logs, no scheduled work. */
 export function testEnv(env: Record<string, string> = {}): Record<string, string> {
   return {
     DATABASE_URL: testDatabaseUrl(),
+    ERASURE_LEDGER_PATH: TEST_LEDGER_PATH,
     LOG_LEVEL: 'silent',
     ROLLUPS_ENABLED: 'false',
     DATABASE_POOL_SIZE: '4',
