@@ -12,6 +12,7 @@ import { EventsErasureStep, QuarantineErasureStep, RollupsErasureStep } from './
 import { QuarantineRepository } from '@app/plans/quarantine.repository';
 import { EventErasureRepository } from './event-erasure.repository';
 import { ErasureLedger } from './erasure-ledger';
+import { ErasureLedgerReplayer, LedgerReplay } from './erasure-ledger-replay';
 import { SuppressionRepository } from './suppression.repository';
 import { SuppressionsService } from './suppressions.service';
 
@@ -24,6 +25,8 @@ export interface CliPrivacy {
   suppressions: SuppressionsService;
   /** Runs the deletion here until it ends (or waits for the process that runs it); returns it ended. */
   runToEnd(id: string): Promise<DeletionView>;
+  /** Applies again each deletion of the erasure ledger that the database lacks (after a restore). */
+  replayLedger(): Promise<LedgerReplay>;
 }
 
 export function buildCliPrivacy(
@@ -70,5 +73,6 @@ export function buildCliPrivacy(
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   };
-  return { deletions, suppressions, runToEnd };
+  const replayer = new ErasureLedgerReplayer(ledger, deletionRepo, suppressions, apps, audit, job);
+  return { deletions, suppressions, runToEnd, replayLedger: () => replayer.replay() };
 }
