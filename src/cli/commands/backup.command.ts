@@ -1,3 +1,4 @@
+import { wholeNumber } from '@app/cli/arguments';
 import { defineJsonCommand } from '@app/cli/command';
 import { UsageError } from '@app/cli/exit-codes';
 import type { CliRuntime } from '@app/cli/runtime';
@@ -7,6 +8,13 @@ import type { BackupManifest } from '@app/database/backup/manifest';
 function backupCode(): typeof import('@app/database/backup/backup') {
   return require('../../database/backup/backup') as typeof import('@app/database/backup/backup');
 }
+
+/**
+ * No pause by default: on the 2-core machine another app's ingest kept its rate alone while the copy
+ * ran flat out (it waits on the disk, not the cores); a pause only lengthens the backup there
+ * (docs/decisions.md, "Backups"). A disk that ingest shares with other work may want one.
+ */
+const DEFAULT_PAUSE_PERCENT = 0;
 
 function megabytes(bytes: number): string {
   return `${(bytes / 1_048_576).toFixed(1)} MB`;
@@ -35,6 +43,12 @@ export function backupCommand(rt: CliRuntime) {
     '{ "out", "createdAt", "tallyVersion", "schemaVersion", "postgresVersion", "format", "bytes", "seconds" }',
   )
     .requiredOption('--out <dir>', 'a new or empty folder for the backup')
+    .option(
+      '--pause-percent <n>',
+      'embedded cluster: after each MiB copied, pause for this percent of the time it took, leaving the disk to ingest',
+      wholeNumber(0, 10_000),
+      DEFAULT_PAUSE_PERCENT,
+    )
     .action(async (options) => {
       const config = rt.config();
       const tty = Boolean(process.stderr.isTTY) && !options.json;
@@ -48,7 +62,11 @@ export function backupCommand(rt: CliRuntime) {
       };
       const onTable = (line: string) => tty && rt.io.stderr(`\r${line.slice(0, 100).padEnd(100)}`);
       const manifest: BackupManifest = await refusalsAsUsage(() =>
-        backupCode().takeBackup(config, options.out, progress, onTable),
+        backupCode().takeBackup(config, options.out, {
+          progress,
+          onTable,
+          pausePercent: options.pausePercent,
+        }),
       );
       if (tty) rt.io.stderr('\n');
       const seconds = Math.round((Date.now() - started) / 100) / 10;

@@ -50,11 +50,17 @@ async function refuseNonEmptyOut(out: string): Promise<void> {
  * written into a sibling folder that is renamed to `out` once the manifest is written, so `out`
  * never holds half a backup.
  */
+export interface BackupOptions {
+  progress?: Progress;
+  onTable?: (line: string) => void;
+  /** The embedded copy's pause after each chunk, in percent of the chunk's time (see file-copy.ts). */
+  pausePercent: number;
+}
+
 export async function takeBackup(
   config: AppConfig,
   out: string,
-  progress?: Progress,
-  onTable?: (line: string) => void,
+  options: BackupOptions,
 ): Promise<BackupManifest> {
   const target = path.resolve(out);
   await refuseNonEmptyOut(target);
@@ -67,8 +73,8 @@ export async function takeBackup(
     const url = embedded?.url ?? config.databaseUrl!;
     const schemaVersion = await schemaVersionOf(url);
     const taken = embedded
-      ? await backupCluster(url, embeddedDataDirectory(config.embeddedPgDir), work, progress)
-      : await dumpDatabase(url, work, onTable);
+      ? await backupCluster(url, embeddedDataDirectory(config.embeddedPgDir), work, options)
+      : await dumpDatabase(url, work, options.onTable);
     const manifest: BackupManifest = {
       createdAt: new Date().toISOString(),
       tallyVersion: tallyVersion(),

@@ -23,6 +23,47 @@ const SKIPPED_FILES = new Set(['postmaster.pid', 'postmaster.opts', 'backup_labe
 
 const missing = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
 
+/** Bytes read and written at a time: small enough that a pause after each keeps the disk shared. */
+const CHUNK = 1_048_576;
+
+/**
+ * Where a copy reports what it copied, and how it leaves the machine to the service: after each
+ * chunk it pauses for `pausePercent` of the time the chunk took (0: no pause).
+ */
+export interface CopyPace {
+  add(bytes: number): void;
+  pausePercent: number;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Copies one file in chunks, pausing after each; a file that vanished is skipped. */
+async function copyFilePaced(source: string, target: string, pace: CopyPace): Promise<void> {
+  let from: fs.FileHandle;
+  try {
+    from = await fs.open(source, 'r');
+  } catch (err) {
+    if (missing(err)) return;
+    throw err;
+  }
+  const to = await fs.open(target, 'w', 0o600);
+  const buffer = Buffer.allocUnsafe(CHUNK);
+  try {
+    for (let position = 0; ;) {
+      const started = performance.now();
+      const { bytesRead } = await from.read(buffer, 0, CHUNK, position);
+      if (bytesRead === 0) break;
+      await to.write(buffer, 0, bytesRead, position);
+      position += bytesRead;
+      pace.add(bytesRead);
+      if (pace.pausePercent > 0) await sleep(((performance.now() - started) * pace.pausePercent) / 100);
+    }
+  } finally {
+    await from.close();
+    await to.close();
+  }
+}
+
 /** Total size of the files under `dir` (files that vanish meanwhile count nothing). */
 export async function treeBytes(dir: string): Promise<number> {
   let total = 0;
@@ -47,12 +88,7 @@ export async function treeBytes(dir: string): Promise<number> {
  * (a table dropped, a temporary file) is simply absent: the WAL replayed at restore accounts for
  * it, as it does for the pages that change while they are read.
  */
-export async function copyDataDirectory(
-  from: string,
-  to: string,
-  progress: { add(n: number): void },
-  top = true,
-): Promise<void> {
+export async function copyDataDirectory(from: string, to: string, pace: CopyPace, top = true): Promise<void> {
   await fs.mkdir(to, { recursive: true, mode: 0o700 });
   const entries = await fs.readdir(from, { withFileTypes: true }).catch((err: unknown) => {
     if (missing(err)) return [];
@@ -63,15 +99,10 @@ export async function copyDataDirectory(
     const target = path.join(to, e.name);
     if (e.isDirectory()) {
       if (top && EMPTY_FOLDERS.has(e.name)) await fs.mkdir(target, { mode: 0o700 });
-      else await copyDataDirectory(source, target, progress, false);
+      else await copyDataDirectory(source, target, pace, false);
     } else if (e.isFile()) {
       if (top && SKIPPED_FILES.has(e.name)) continue;
-      try {
-        await fs.copyFile(source, target);
-        progress.add((await fs.stat(target)).size);
-      } catch (err) {
-        if (!missing(err)) throw err;
-      }
+      await copyFilePaced(source, target, pace);
     }
   }
 }

@@ -44,20 +44,23 @@ export async function backupCluster(
   url: string,
   dataDirectory: string,
   out: string,
-  progress?: Progress,
+  options: { progress?: Progress; pausePercent: number },
 ): Promise<PhysicalBackupResult> {
   const client = await connectClient({ connectionString: url, application_name: 'tally-backup' });
   try {
     const postgresVersion = await serverVersion(client);
     const total = (await treeBytes(dataDirectory)) - (await treeBytes(path.join(dataDirectory, 'pg_wal')));
     let done = 0;
-    const counter = { add: (n: number) => progress?.((done += n), total) };
+    const pace = {
+      add: (n: number) => options.progress?.((done += n), total),
+      pausePercent: options.pausePercent,
+    };
     const slot = `tally_backup_${process.pid}`;
     await client.query(`SELECT pg_create_physical_replication_slot($1, true, true)`, [slot]);
     await client.query(`SELECT pg_backup_start($1, true)`, [`tally backup ${new Date().toISOString()}`]);
     let stop: BackupStop;
     try {
-      await copyDataDirectory(dataDirectory, path.join(out, DATA_FOLDER), counter);
+      await copyDataDirectory(dataDirectory, path.join(out, DATA_FOLDER), pace);
     } finally {
       const { rows } = await client.query<BackupStop>(
         `SELECT lsn::text, labelfile, spcmapfile FROM pg_backup_stop(false)`,
