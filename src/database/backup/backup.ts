@@ -156,7 +156,7 @@ async function placePhysicalBackup(config: AppConfig, from: string): Promise<voi
 async function checkTarget(config: AppConfig, manifest: BackupManifest): Promise<void> {
   if (manifest.format === 'physical' && config.databaseUrl) {
     throw new BackupRefused(
-      'target_not_empty',
+      'wrong_target',
       'this is a physical backup of an embedded cluster: restore it into an embedded one (unset DATABASE_URL)',
     );
   }

@@ -28,7 +28,7 @@ export const MANIFEST_FILE = 'manifest.json';
 /** Why a backup or a restore was refused; nothing was changed (the CLI's exit code 2). */
 export class BackupRefused extends Error {
   constructor(
-    readonly code: 'target_not_empty' | 'backup_too_new' | 'not_a_backup' | 'out_not_empty',
+    readonly code: 'target_not_empty' | 'wrong_target' | 'backup_too_new' | 'not_a_backup' | 'out_not_empty',
     message: string,
   ) {
     super(message);
