@@ -68,7 +68,7 @@ export function backupCommand(rt: CliRuntime) {
           pausePercent: options.pausePercent,
         }),
       );
-      if (tty) rt.io.stderr('\n');
+      if (tty) rt.io.stderr(`\rbackup: 100% (${megabytes(manifest.bytes)})`.padEnd(100) + '\n');
       const seconds = Math.round((Date.now() - started) / 100) / 10;
       rt.print(
         {
