@@ -20,7 +20,8 @@
 // `nameBound` section of latest.json), --erasure [--erasure-scale f] (only the erasure of a heavy
 // user, bench/scenarios/erasure.mjs, the `erasure` section), --export [--export-events N] (only
 // the raw export, bench/scenarios/export.mjs, the `export` section), --plans (only the
-// tracking-plan figures, bench/scenarios/plans.mjs, the `plans` section).
+// tracking-plan figures, bench/scenarios/plans.mjs, the `plans` section), --backup
+// [--backup-events N] (only tally backup and restore, bench/scenarios/backup.mjs, the `backup` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -150,6 +151,7 @@ const STANDALONE_SECTIONS = [
   'nameBound',
   'export',
   'plans',
+  'backup',
 ];
 
 function previousSection(name) {
@@ -177,6 +179,7 @@ const STANDALONE_MODES = {
     ),
   export: () => import('./scenarios/export.mjs').then((m) => m.exportBenchmarkMain({ root: ROOT, log, git })),
   plans: () => import('./scenarios/plans.mjs').then((m) => m.plansBenchmarkMain()),
+  backup: () => import('./scenarios/backup.mjs').then((m) => m.backupBenchmarkMain({ root: ROOT, log, git })),
 };
 const mode = Object.keys(STANDALONE_MODES).find((name) => flags[name]);
 const run = mode ? STANDALONE_MODES[mode] : main;

@@ -59,7 +59,9 @@ describe('every CLI command keeps the --json promise', () => {
   let keyId = '';
   let rotated = '';
   let doomed = '';
-  let cases: Record<string, { ok: string[]; fail: string[]; failCode: number }> = {};
+  // `ok: null`: the command's success is covered where its setup lives (backup and restore need a
+  // PostgreSQL whose pg_dump is installed, and an empty target: test/backup-cli.e2e-spec.ts).
+  let cases: Record<string, { ok: string[] | null; fail: string[]; failCode: number }> = {};
 
   beforeAll(async () => {
     appId = (
@@ -131,6 +133,8 @@ describe('every CLI command keeps the --json promise', () => {
       migrate: { ok: [], fail: ['extra'], failCode: 2 },
       status: { ok: [], fail: ['--bogus'], failCode: 2 },
       completion: { ok: ['bash'], fail: ['fish'], failCode: 2 },
+      backup: { ok: null, fail: ['--out', dir], failCode: 2 },
+      restore: { ok: null, fail: ['--from', dir], failCode: 2 },
     };
   });
 
@@ -142,6 +146,7 @@ describe('every CLI command keeps the --json promise', () => {
 
   it('prints one JSON document for each command that succeeds', async () => {
     for (const [command, c] of Object.entries(cases)) {
+      if (c.ok === null) continue;
       const run = await cli([...command.split(' '), ...c.ok, '--json']);
       if (run.code !== 0) throw new Error(`${command}: exit ${run.code}: ${run.stderr}`);
       const doc = oneDocument(run);

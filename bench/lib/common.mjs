@@ -33,6 +33,10 @@ export const { values: flags } = parseArgs({
     // The raw export alone (bench/scenarios/export.mjs), recorded in the `export` section.
     export: { type: 'boolean', default: false },
     'export-events': { type: 'string' },
+    // tally backup and tally restore alone (bench/scenarios/backup.mjs), the `backup` section.
+    backup: { type: 'boolean', default: false },
+    'backup-events': { type: 'string' },
+    'backup-pause': { type: 'string' },
     // Tracking plans only (bench/scenarios/plans.mjs), recorded in the `plans` section of latest.json.
     plans: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },

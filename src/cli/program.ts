@@ -21,6 +21,8 @@ import { suppressionsRemoveCommand } from './commands/suppressions-remove.comman
 import { usersDeleteCommand } from './commands/users-delete.command';
 import { plansCheckCommand, plansGetCommand, plansSetCommand } from './commands/plans.command';
 import { quarantineListCommand, quarantineReplayCommand } from './commands/quarantine.command';
+import { backupCommand } from './commands/backup.command';
+import { restoreCommand } from './commands/restore.command';
 import { failureDocument, UsageError } from './exit-codes';
 import type { CliIo, CliRuntime } from './runtime';
 
@@ -49,7 +51,9 @@ function group(name: string, description: string, commands: CommandUnknownOpts[]
 /** The whole command tree. Building it loads no database code. */
 export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
   const program = new Command('tally')
-    .description('Administer Tally: apps, keys, rollups, the audit log and the database schema.')
+    .description(
+      'Administer Tally: apps, keys, rollups, the audit log, the database schema, backups and restores.',
+    )
     .usage('<command> [options]')
     .helpCommand('help [command...]', 'Show the help of a command.')
     .addHelpText('after', FOOTER);
@@ -97,6 +101,8 @@ export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
   program.addCommand(seedCommand(rt));
   program.addCommand(migrateCommand(rt));
   program.addCommand(statusCommand(rt));
+  program.addCommand(backupCommand(rt));
+  program.addCommand(restoreCommand(rt));
   program.addCommand(completionCommand(rt));
   configure(program, rt.io, rt.json);
   return program;

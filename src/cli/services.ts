@@ -95,6 +95,7 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
         audit,
         (rollups ??= buildRollups(dataSource, resolved, audit)),
         resolved.erasurePausePercent,
+        resolved.erasureLedgerPath,
       ));
     },
     exports: () => (exports ??= buildExports(dataSource, resolved)),

@@ -86,6 +86,12 @@ export interface AppConfig {
    * for this percent of the time the piece took, so that ingest keeps most of the machine.
    */
   erasurePausePercent: number;
+  /**
+   * The erasure ledger: every finished deletion, appended and fsynced before it is `done`, and
+   * re-applied at start to a database that lacks it (a restored backup). Keep it on storage that
+   * outlives the database.
+   */
+  erasureLedgerPath: string;
   eventRetentionDays: number;
   partitionsAheadDays: number;
   /** How often the lookup indexes of the days ingest writes get their new ranges summarized; 0: never. */
@@ -418,6 +424,7 @@ function readJobSettings(env: Env) {
     rollupIntervalSeconds: int(env, 'ROLLUP_INTERVAL_SECONDS', 60, 1, 86_400),
     rollupsMaxRows: int(env, 'ROLLUPS_MAX_ROWS', 5_000, 1, 100_000),
     erasurePausePercent: int(env, 'ERASURE_PAUSE_PERCENT', 100, 0, 1_000),
+    erasureLedgerPath: path.resolve(raw(env, 'ERASURE_LEDGER_PATH') ?? '.data/erasure-ledger.ndjson'),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 90, 1, 3650),
     partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 3, 1, 60),
     lookupSummaryIntervalMs: int(env, 'LOOKUP_SUMMARY_INTERVAL_MS', 2_000, 0, 3_600_000),

@@ -61,7 +61,7 @@ export class ExportController {
     summary: 'Export raw events',
     description:
       'Streams every event of `appId` received in [`from`, `to`), ascending by `receivedAt` then `id`, as NDJSON ' +
-      '(one event record per line, with `userKey`, the user\'s key outside Tally that deletions list; gzip with ' +
+      "(one event record per line, with `userKey`, the user's key outside Tally that deletions list; gzip with " +
       '`Accept-Encoding: gzip`) or as one Parquet file. Consecutive windows ' +
       'give every event exactly once. A cut stream resumes with `after=<receivedAt>:<id>` of the last complete ' +
       'record. Needs an API key with the scope `events:export`; one export at a time per key and instance. An ' +

@@ -15,6 +15,11 @@ export interface DeletionJobHooks {
   /** Called in the transaction that ends the deletion (the audit entry commits with it). */
   ended?(tx: EntityManager, row: DeletionRow): Promise<void>;
   metrics?: { ended(status: 'done' | 'failed', seconds: number): void };
+  /**
+   * Called before a deletion is ended `done`, with its user ids still known: the erasure ledger
+   * appends and fsyncs it here, so no deletion is `done` that the ledger lacks.
+   */
+  beforeDone?(row: DeletionRow): Promise<void>;
   /** ERASURE_PAUSE_PERCENT: the pause after each piece of work, in percent of its time. */
   pausePercent?: number;
   /** The users' keys outside Tally (common/user-keys.ts), kept with a finished deletion. */
@@ -116,6 +121,7 @@ export class DeletionJob {
       status === 'done' && row.kind === 'users' && this.hooks.userKeys
         ? await this.hooks.userKeys(row.appId, row.userIds ?? [])
         : null;
+    if (status === 'done') await this.hooks.beforeDone?.(row);
     const ended = await this.deletions.transaction(async (tx) => {
       const finished = await this.deletions.finish(tx, row.id, status, error, keys);
       await this.hooks.ended?.(tx, finished);

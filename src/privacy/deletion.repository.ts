@@ -89,6 +89,43 @@ export class DeletionRepository {
     return row;
   }
 
+  /**
+   * Stores a deletion from the erasure ledger under its own id, unless the database already has
+   * it (another instance got there first); returns false then.
+   */
+  async insertFromLedger(tx: EntityManager, d: NewDeletion & { userCount: number }): Promise<boolean> {
+    const rows = (await tx.query(
+      `INSERT INTO deletions (id, app_id, user_count, user_ids, suppress, requested_by, not_before, kind)
+       VALUES ($1, $2, $3, $4::text[], $5, $6::jsonb, to_timestamp($7::float8 / 1000), $8)
+       ON CONFLICT (id) DO NOTHING RETURNING id`,
+      [
+        d.id,
+        d.appId,
+        d.userCount,
+        d.userIds,
+        d.suppress,
+        JSON.stringify(d.requestedBy),
+        d.notBefore,
+        d.kind ?? 'users',
+      ],
+    )) as unknown[];
+    return rows.length > 0;
+  }
+
+  /**
+   * The distinct stored user ids of an app, in its events and its quarantine: what a ledger
+   * entry's pseudonyms are matched against after a restore.
+   */
+  async storedUsersOf(appId: string): Promise<string[]> {
+    const rows = (await this.db.query(
+      `SELECT anonymous_user_id AS id FROM events WHERE app_id = $1 AND anonymous_user_id IS NOT NULL
+       UNION
+       SELECT anonymous_user_id FROM quarantine WHERE app_id = $1 AND anonymous_user_id IS NOT NULL`,
+      [appId],
+    )) as { id: string }[];
+    return rows.map((r) => r.id);
+  }
+
   async find(id: string): Promise<DeletionRow | null> {
     const rows = (await this.db.query(`SELECT ${COLUMNS} FROM deletions WHERE id = $1`, [
       id,

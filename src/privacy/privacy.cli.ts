@@ -19,6 +19,8 @@ import {
 } from './erasure-steps';
 import { QuarantineRepository } from '@app/plans/quarantine.repository';
 import { EventErasureRepository } from './event-erasure.repository';
+import { ErasureLedger, ledgerEntry } from './erasure-ledger';
+import { ErasureLedgerReplayer, LedgerReplay } from './erasure-ledger-replay';
 import { SuppressionRepository } from './suppression.repository';
 import { SuppressionsService } from './suppressions.service';
 
@@ -31,6 +33,8 @@ export interface CliPrivacy {
   suppressions: SuppressionsService;
   /** Runs the deletion here until it ends (or waits for the process that runs it); returns it ended. */
   runToEnd(id: string): Promise<DeletionView>;
+  /** Applies again each deletion of the erasure ledger that the database lacks (after a restore). */
+  replayLedger(): Promise<LedgerReplay>;
 }
 
 export function buildCliPrivacy(
@@ -40,6 +44,7 @@ export function buildCliPrivacy(
   audit: AuditService,
   rollups: RollupsService,
   pausePercent: number,
+  ledgerPath: string,
 ): CliPrivacy {
   const deletionRepo = new DeletionRepository(db);
   const secrets = new CursorSecretRepository(db);
@@ -60,8 +65,10 @@ export function buildCliPrivacy(
     ],
     app: [new AppEventsErasureStep(partitions, eventRows), new AppRowsErasureStep(deletionRepo, rollups)],
   };
+  const ledger = new ErasureLedger(ledgerPath);
   const job = new DeletionJob(deletionRepo, steps, {
     ended: deletionEnded(audit),
+    beforeDone: ledgerEntry(ledger, suppressions),
     pausePercent,
     userKeys: userKeysOf(secrets),
   });
@@ -76,5 +83,6 @@ export function buildCliPrivacy(
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   };
-  return { deletions, suppressions, runToEnd };
+  const replayer = new ErasureLedgerReplayer(ledger, deletionRepo, suppressions, apps, audit, job, keys);
+  return { deletions, suppressions, runToEnd, replayLedger: () => replayer.replay() };
 }

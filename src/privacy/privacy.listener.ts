@@ -2,10 +2,14 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdo
 import { Interval } from '@nestjs/schedule';
 import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AuditService } from '@app/audit/audit.service';
+import { KeysService } from '@app/auth/keys.service';
+import { AppsService } from '@app/auth/apps.service';
 import { PgListener } from '@app/common/pg-listener';
 import { DELETIONS_CHANNEL, DeletionRepository } from './deletion.repository';
 import { DeletionJob, deletionEnded, userKeysOf } from './deletion-job';
 import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
+import { ErasureLedger, ledgerEntry } from './erasure-ledger';
+import { ErasureLedgerReplayer } from './erasure-ledger-replay';
 import { ERASURE_STEPS, type ErasureSteps } from './erasure-steps';
 import { PrivacyMetrics } from './privacy.metrics';
 import { SUPPRESSIONS_CHANNEL } from './suppression.repository';
@@ -26,6 +30,7 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
   private readonly logger = new Logger('Deletions');
   private readonly listener: PgListener;
   private readonly job: DeletionJob;
+  private readonly ledgerReplay: ErasureLedgerReplayer;
   private wake: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
@@ -40,6 +45,8 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
     audit: AuditService,
     private readonly suppressions: SuppressionsService,
     secrets: CursorSecretRepository,
+    apps: AppsService,
+    keys: KeysService,
   ) {
     this.listener = new PgListener(
       config.databaseUrl,
@@ -47,20 +54,33 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
       'Privacy',
       'tally-listen-privacy',
     );
+    const ledger = new ErasureLedger(config.erasureLedgerPath);
     this.job = new DeletionJob(
       deletions,
       steps,
       {
         metrics,
         ended: deletionEnded(audit),
+        beforeDone: ledgerEntry(ledger, suppressions),
         pausePercent: config.erasurePausePercent,
         userKeys: userKeysOf(secrets),
       },
       () => this.stopping,
     );
+    this.ledgerReplay = new ErasureLedgerReplayer(
+      ledger,
+      deletions,
+      suppressions,
+      apps,
+      audit,
+      this.job,
+      keys,
+    );
   }
 
   async onApplicationBootstrap(): Promise<void> {
+    // Before anything is served: a restored database gets back every erasure made since its backup.
+    await this.ledgerReplay.replay();
     await this.suppressions.loadAll();
     await this.listener.start({
       notified: (channel, payload) => {

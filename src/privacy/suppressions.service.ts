@@ -49,6 +49,21 @@ export class SuppressionsService {
     return [...new Set(stored)];
   }
 
+  /** The pseudonyms (hex) under which the suppression list keeps these stored user ids. */
+  async hashesOf(appId: string, storedIds: string[]): Promise<string[]> {
+    const key = await this.hashKey();
+    return storedIds.map((id) => suppressionHash(key, appId, id).toString('hex'));
+  }
+
+  /** Suppresses users by their pseudonyms (hex, see hashesOf), in the caller's transaction. */
+  addHashes(tx: EntityManager, appId: string, hashes: string[]): Promise<number> {
+    return this.suppressions.add(
+      tx,
+      appId,
+      hashes.map((h) => Buffer.from(h, 'hex')),
+    );
+  }
+
   /** Suppresses stored user ids, in the caller's transaction. Returns how many were new. */
   async addStored(tx: EntityManager, appId: string, storedIds: string[]): Promise<number> {
     const key = await this.hashKey();

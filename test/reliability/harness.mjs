@@ -3,7 +3,8 @@
 // deadline, and a small pass/fail ledger. Plain ESM so the scripts run without a compiler.
 /* global fetch, AbortSignal */
 import fs from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +19,9 @@ export { freePort, sleep };
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SERVER_JS = path.join(ROOT, 'dist/src/main.js');
 const CLI_JS = path.join(ROOT, 'dist/src/cli/main.js');
+// The erasure ledger of this script's servers and CLI runs: never the checkout's `.data/`, whose
+// ledger belongs to the developer's own cluster.
+const LEDGER = path.join(os.tmpdir(), `tally-reliability-ledger-${process.pid}.ndjson`);
 
 /** Fails fast with a clear message when `npm run build` has not produced the server. */
 export async function assertBuilt() {
@@ -59,7 +63,11 @@ export function cli(databaseUrl, args) {
     execFile(
       process.execPath,
       [CLI_JS, ...args, '--json'],
-      { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' }, timeout: 60_000 },
+      {
+        cwd: ROOT,
+        env: { ERASURE_LEDGER_PATH: LEDGER, ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+        timeout: 60_000,
+      },
       (err, stdout, stderr) => {
         if (err) return reject(new Error(`tally ${args.join(' ')} failed: ${stderr.trim() || err.message}`));
         try {
@@ -92,6 +100,7 @@ export const UNTHROTTLED = {
 const children = new Set();
 const clusters = new Set();
 process.on('exit', () => {
+  rmSync(LEDGER, { force: true });
   for (const child of children) child.kill('SIGKILL');
   for (const pgdata of clusters) {
     try {
@@ -122,6 +131,7 @@ export async function startServer({ databaseUrl, port, env = {}, startTimeoutMs 
       PORT: String(port),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
+      ERASURE_LEDGER_PATH: LEDGER,
       ...UNTHROTTLED,
       ...env,
     },

@@ -1,5 +1,8 @@
 import type { INestApplication } from '@nestjs/common';
+import { createHash } from 'node:crypto';
 import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { DataSource } from 'typeorm';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { AppConfig, loadConfig } from '@app/config/config';
@@ -32,10 +35,20 @@ export function testReplicaUrl(): string {
   return url.toString();
 }
 
+/**
+ * The erasure ledger of this test process and database: in the system's temporary folder, never
+ * in the checkout, and one per database, so that no test app replays another database's erasures.
+ */
+export function testLedgerPath(databaseUrl: string): string {
+  const db = createHash('sha256').update(databaseUrl).digest('hex').slice(0, 12);
+  return path.join(tmpdir(), `tally-test-erasure-ledger-${process.pid}-${db}.ndjson`);
+}
+
 /** Environment for a test server: the test database, quiet logs, no scheduled work. */
 export function testEnv(env: Record<string, string> = {}): Record<string, string> {
   return {
     DATABASE_URL: testDatabaseUrl(),
+    ERASURE_LEDGER_PATH: testLedgerPath(env.DATABASE_URL ?? testDatabaseUrl()),
     LOG_LEVEL: 'silent',
     ROLLUPS_ENABLED: 'false',
     DATABASE_POOL_SIZE: '4',
