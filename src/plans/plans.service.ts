@@ -1,10 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { AuditService } from '@app/audit/audit.service';
 import type { AuditActor } from '@app/audit/audit.types';
 import { AppError } from '@app/common/app-error';
 import type { CompiledPlan } from './compiled-plan';
 import { IssueSink, PlanGate } from './plan-gate';
-import { compilePlan } from './plan-compiler';
+import { compilePlanOffThread, validatePlan } from './plan-worker';
 import type { PlannedEvent, PlanProblem, PlanVersion } from './plan.types';
 import { PlansRepository } from './plans.repository';
 
@@ -49,6 +49,9 @@ export function parseIfMatch(header: string | undefined): number | '*' | undefin
 @Injectable()
 export class PlansService {
   private readonly cache = new Map<string, CacheEntry>();
+  private readonly logger = new Logger('PlansService');
+  /** The version of each app's stored plan last reported as not applied, so that it is logged once. */
+  private readonly reported = new Map<string, number>();
 
   constructor(
     private readonly plans: PlansRepository,
@@ -79,13 +82,14 @@ export class PlansService {
         'Send If-Match with the ETag of the plan you read (GET /api/v1/plan).',
       );
     }
-    const compiled = compilePlan(raw, 0);
-    if (!compiled.ok) throw invalidPlan(compiled.problems);
-    const mode = compiled.plan.mode;
+    // Checked in full, its schemas compiled in a worker; nothing of the compile is kept here.
+    const checked = await validatePlan(raw);
+    if (!checked.ok) throw invalidPlan(checked.problems);
+    const mode = checked.plan.mode;
     const row = await this.plans.insertNext(
       appId,
       ifMatch === '*' ? null : ifMatch,
-      compiled.plan,
+      checked.plan,
       (manager, version) =>
         this.audit.record(
           { action: 'plan.updated', actor, appId, targetId: String(version), details: { version, mode } },
@@ -114,8 +118,8 @@ export class PlansService {
   }
 
   /** Compiles a plan sent with a request (the dry run): 400 `invalid_plan` when it is not valid. */
-  compile(raw: unknown): CompiledPlan {
-    const compiled = compilePlan(raw, 0);
+  async compile(raw: unknown): Promise<CompiledPlan> {
+    const compiled = await compilePlanOffThread(raw, 0);
     if (!compiled.ok) throw invalidPlan(compiled.problems);
     return compiled.compiled;
   }
@@ -187,10 +191,29 @@ export class PlansService {
     const row = await this.plans.current(appId);
     entry.version = row?.version ?? 0;
     if (!row || row.plan.mode === 'off') return null;
-    const compiled = compilePlan(row.plan, row.version);
-    // A stored plan was valid when stored; should the validator grow stricter, it stays applied.
-    if (!compiled.ok) throw new Error(`stored plan ${row.version} of ${appId} no longer compiles`);
+    const compiled = await compilePlanOffThread(row.plan, row.version);
+    if (!compiled.ok) {
+      // Stored by an older version, before a bound it breaks: not applied, rather than failing
+      // every batch of the app; the next valid version applies as usual (docs/decisions.md).
+      this.reportNotApplied(appId, row.version, compiled.problems);
+      return null;
+    }
+    compiled.compiled.onFailure = (eventName, err) =>
+      this.logger.error(
+        `The validator of ${JSON.stringify(eventName)} in plan ${row.version} of app ${appId} threw; ` +
+          `its events are not checked against their schema: ${(err as Error).message}`,
+      );
     return compiled.compiled;
+  }
+
+  private reportNotApplied(appId: string, version: number, problems: PlanProblem[]): void {
+    if (this.reported.get(appId) === version) return;
+    this.reported.set(appId, version);
+    const first = problems[0];
+    this.logger.warn(
+      `Plan ${version} of app ${appId} is not applied: it no longer passes the plan checks ` +
+        `(${problems.length} problem(s), first: ${first.path || 'plan'}: ${first.message}). Store a corrected version.`,
+    );
   }
 
   forget(appId: string): void {
