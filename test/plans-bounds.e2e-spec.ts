@@ -1,5 +1,7 @@
 import request from 'supertest';
 import type { Server } from 'node:http';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { PlansService } from '@app/plans/plans.service';
 import { bearer, makeApiKey, makeTenant, postIngest } from './factories';
 import { useTestApp } from './support/test-app';
@@ -15,18 +17,24 @@ async function setup(app: Parameters<typeof makeTenant>[0]) {
 }
 
 /** PUT of a raw JSON text (a body JSON.stringify could not make, or would make slowly). */
-function putText(http: Server, appId: string, key: string, text: string) {
+function putText(http: Server, appId: string, key: string, text: string, ifMatch = '"0"') {
   return request(http)
     .put('/api/v1/plan')
     .query({ appId })
     .set(bearer(key))
-    .set('If-Match', '"0"')
+    .set('If-Match', ifMatch)
     .set('Content-Type', 'application/json')
     .send(text);
 }
 
-const putPlan = (http: Server, appId: string, key: string, body: unknown) =>
-  putText(http, appId, key, JSON.stringify(body));
+const putPlan = (http: Server, appId: string, key: string, body: unknown, ifMatch = '"0"') =>
+  putText(http, appId, key, JSON.stringify(body), ifMatch);
+
+/** V8's collector, asked for at run time (no --expose-gc on the test runner). */
+function collector(): () => void {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
 
 function withPayload(payload: unknown, extra: Record<string, unknown> = {}) {
   return { mode: 'enforce', events: { E: { payload, ...extra } } };
@@ -309,6 +317,33 @@ describe('Tracking plan bounds (e2e)', () => {
       expect(res.body).toMatchObject({ accepted: 1, rejected: 0 });
       expect(slowest).toBeLessThan(750);
     }, 60_000);
+  });
+
+  describe('compiled plans in memory', () => {
+    it("keeps only the app's current compiled plan: the one before an `off` plan is freed", async () => {
+      const gc = collector();
+      const s = await setup(t.app);
+      const plans = t.app.get(PlansService);
+      expect((await putPlan(t.http, s.appId, s.planKey, heavyPlan(100))).status).toBe(200);
+      const res = await postIngest(t.http, s.liveKey, {
+        events: [{ eventName: 'E1', payload: { p0: 'abx' } }],
+      });
+      expect(res.body).toMatchObject({ accepted: 1 });
+      // Held only through a WeakRef from here on.
+      const old = new WeakRef((await plans.active(s.appId))!);
+      expect(old.deref()?.version).toBe(1);
+      expect((await putPlan(t.http, s.appId, s.planKey, { mode: 'off', events: {} }, '"1"')).status).toBe(
+        200,
+      );
+      expect((await postIngest(t.http, s.liveKey, { events: [{ eventName: 'E1' }] })).status).toBe(200);
+      expect(await plans.active(s.appId)).toBeNull();
+      // Collected once nothing refers to it: a WeakRef is cleared only after the current job.
+      for (let i = 0; i < 5 && old.deref() !== undefined; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        gc();
+      }
+      expect(old.deref()).toBeUndefined();
+    });
   });
 
   describe('a stored plan that breaks the bounds (stored by an older version)', () => {

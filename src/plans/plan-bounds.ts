@@ -44,7 +44,10 @@ type Kind = 'schema' | 'map' | 'data';
 /** One value still to visit. */
 interface Visit {
   value: unknown;
-  path: string;
+  /** Where it sits, made into a path only for a problem (`pathOf`): most values have none. */
+  parent: Visit | null;
+  /** Its position in an array (-1 in an object). */
+  index: number;
   /** Levels below the plan (the plan is 0). */
   depth: number;
   /** The payload schema it belongs to, or null outside the payloads. */
@@ -58,7 +61,7 @@ interface Visit {
 
 /** What the walk learns of one payload schema: its `$defs` names and who refers to whom. */
 interface PayloadSchema {
-  path: string;
+  at: Visit;
   defs: Set<string>;
   /** `$defs` name (or '' for the schema outside them) → the names its `$ref`s point at. */
   refs: Map<string, Set<string>>;
@@ -75,6 +78,21 @@ function childKind(parent: Kind, key: string | null): Kind {
   if (key === null) return 'schema';
   if (DATA_KEYWORDS.has(key)) return 'data';
   return MAP_KEYWORDS.has(key) ? 'map' : 'schema';
+}
+
+/** The path of a value in the plan as problems name it: `events.E.payload.enum[0]`. */
+function pathOf(v: Visit): string {
+  const parts: string[] = [];
+  for (let at: Visit | null = v; at !== null && at.parent !== null; at = at.parent) {
+    parts.push(at.index >= 0 ? `[${at.index}]` : at.parent.parent === null ? at.key! : `.${at.key!}`);
+  }
+  return parts.reverse().join('');
+}
+
+/** The path of the member `key` of the object `v`. */
+function childPath(v: Visit, key: string): string {
+  const base = pathOf(v);
+  return base === '' ? key : `${base}.${key}`;
 }
 
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
@@ -103,7 +121,7 @@ class BoundsWalk {
       return;
     }
     const stack: Visit[] = [
-      { value: raw, path: '', depth: 0, schema: null, kind: 'data', def: null, key: null },
+      { value: raw, parent: null, index: -1, depth: 0, schema: null, kind: 'data', def: null, key: null },
     ];
     while (stack.length > 0 && this.problems.length < MAX_PROBLEMS) {
       const visit = this.enter(stack.pop()!);
@@ -124,7 +142,7 @@ class BoundsWalk {
   private enter(v: Visit): Visit {
     if (v.schema !== null || v.depth !== PAYLOAD_LEVEL || v.key !== 'payload') return v;
     const defs = isObject(v.value) && isObject(v.value.$defs) ? Object.keys(v.value.$defs) : [];
-    const schema: PayloadSchema = { path: v.path, defs: new Set(defs), refs: new Map(), deep: false };
+    const schema: PayloadSchema = { at: v, defs: new Set(defs), refs: new Map(), deep: false };
     this.schemas.push(schema);
     return { ...v, schema, kind: 'schema' };
   }
@@ -132,7 +150,7 @@ class BoundsWalk {
   private visit(v: Visit, stack: Visit[]): void {
     const { value } = v;
     if (typeof value === 'string') {
-      this.checkString(value, v.path);
+      this.checkString(value, v);
       if (v.schema !== null) this.checkSchemaString(v, value);
       return;
     }
@@ -140,7 +158,7 @@ class BoundsWalk {
     // The payload schema is level 1.
     if (v.depth - PAYLOAD_LEVEL + 1 > MAX_SCHEMA_DEPTH) {
       if (v.schema === null || !v.schema.deep) {
-        this.add(v.path, `A schema may nest at most ${MAX_SCHEMA_DEPTH} levels.`);
+        this.add(pathOf(v), `A schema may nest at most ${MAX_SCHEMA_DEPTH} levels.`);
         if (v.schema !== null) v.schema.deep = true;
       }
       return;
@@ -149,18 +167,17 @@ class BoundsWalk {
     if (Array.isArray(value)) {
       const kind = childKind(v.kind, null);
       for (let i = value.length - 1; i >= 0; i--) {
-        stack.push({ ...v, value: value[i], path: `${v.path}[${i}]`, depth, kind, key: null });
+        stack.push({ ...v, value: value[i], parent: v, index: i, depth, kind, key: null });
       }
       return;
     }
     const keys = Object.keys(value);
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i];
-      const path = v.path === '' ? key : `${v.path}.${key}`;
-      this.checkKey(key, path, v.schema !== null && v.kind === 'map' && v.key === 'patternProperties');
+      this.checkKey(key, v, v.schema !== null && v.kind === 'map' && v.key === 'patternProperties');
       if (v.schema !== null && v.kind === 'schema' && REFUSED_KEYWORDS.has(key)) {
         this.add(
-          path,
+          childPath(v, key),
           `${key} is not supported in a plan: a $ref names an entry of the payload schema's own $defs.`,
         );
         continue;
@@ -170,7 +187,8 @@ class BoundsWalk {
         v.def ?? (v.kind === 'map' && v.key === '$defs' && v.depth === PAYLOAD_LEVEL + 1 ? key : null);
       stack.push({
         value: (value as Raw)[key],
-        path,
+        parent: v,
+        index: -1,
         depth,
         schema: v.schema,
         kind: childKind(v.kind, key),
@@ -180,22 +198,24 @@ class BoundsWalk {
     }
   }
 
-  private checkString(s: string, path: string): void {
-    if (s.includes('\u0000')) this.add(path, 'Strings in a plan must not contain NUL (U+0000).');
+  private checkString(s: string, v: Visit): void {
+    if (s.includes('\u0000')) this.add(pathOf(v), 'Strings in a plan must not contain NUL (U+0000).');
     else if (LONE_SURROGATE.test(s))
-      this.add(path, 'Strings in a plan must be valid Unicode (no lone surrogate).');
+      this.add(pathOf(v), 'Strings in a plan must be valid Unicode (no lone surrogate).');
   }
 
-  private checkKey(key: string, path: string, isPattern: boolean): void {
+  /** A key of the object `v`. */
+  private checkKey(key: string, v: Visit, isPattern: boolean): void {
     for (let i = 0; i < key.length; i++) {
       if (isControlCode(key.charCodeAt(i))) {
-        this.add(path, 'Keys in a plan must not contain control characters.');
+        this.add(childPath(v, key), 'Keys in a plan must not contain control characters.');
         return;
       }
     }
-    if (LONE_SURROGATE.test(key)) this.add(path, 'Keys in a plan must be valid Unicode (no lone surrogate).');
+    if (LONE_SURROGATE.test(key))
+      this.add(childPath(v, key), 'Keys in a plan must be valid Unicode (no lone surrogate).');
     else if (isPattern && key.length > MAX_PATTERN_LENGTH) {
-      this.add(path, `A pattern may be at most ${fmt(MAX_PATTERN_LENGTH)} characters.`);
+      this.add(childPath(v, key), `A pattern may be at most ${fmt(MAX_PATTERN_LENGTH)} characters.`);
     }
   }
 
@@ -203,17 +223,17 @@ class BoundsWalk {
   private checkSchemaString(v: Visit, s: string): void {
     if (v.kind !== 'schema') return;
     if (v.key === 'pattern' && s.length > MAX_PATTERN_LENGTH) {
-      this.add(v.path, `A pattern may be at most ${fmt(MAX_PATTERN_LENGTH)} characters.`);
+      this.add(pathOf(v), `A pattern may be at most ${fmt(MAX_PATTERN_LENGTH)} characters.`);
     }
     if (v.key !== '$ref') return;
     if (s === '#') {
-      this.add(v.path, 'A $ref may not be recursive: "#" is the schema itself.');
+      this.add(pathOf(v), 'A $ref may not be recursive: "#" is the schema itself.');
       return;
     }
     const m = LOCAL_REF.exec(s);
     const name = m === null ? null : m[1].replace(/~1/g, '/').replace(/~0/g, '~');
     if (name === null || !v.schema!.defs.has(name)) {
-      this.add(v.path, `A $ref must point into the payload schema's own $defs ("#/$defs/<name>").`);
+      this.add(pathOf(v), `A $ref must point into the payload schema's own $defs ("#/$defs/<name>").`);
       return;
     }
     const from = v.def ?? '';
@@ -241,7 +261,7 @@ class BoundsWalk {
         const to = step.value;
         if (state.get(to) === 1) {
           this.add(
-            `${schema.path}.$defs.${to}`,
+            `${pathOf(schema.at)}.$defs.${to}`,
             `A $ref may not be recursive: $defs.${to} refers back to itself.`,
           );
           return;

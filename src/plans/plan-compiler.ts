@@ -205,7 +205,10 @@ export function compileSources(plan: TrackingPlan, regExp: LinearRegExpFactory):
     }
     try {
       const validate = ajv.compile(def.payload);
-      sources.push({ name, source: standaloneCode(ajv, validate) });
+      // Copied into one flat string: Ajv builds it of many concatenated pieces, which V8 would
+      // otherwise keep, at tens of kilobytes per definition.
+      const source = Buffer.from(standaloneCode(ajv, validate), 'utf8').toString('utf8');
+      sources.push({ name, source });
       // Each source stands alone: the validator Ajv keeps is no longer needed.
       ajv.removeSchema(def.payload);
     } catch (err) {

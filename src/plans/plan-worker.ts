@@ -107,6 +107,11 @@ export async function instantiatePlan(
   return new CompiledPlan(version, plan.mode, plan.unplanned, definitions);
 }
 
+/** Lets other requests run: the check and the copy of the plan to its worker are separate turns. */
+function yieldTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 export type PlanValidation = { ok: true; plan: TrackingPlan } | { ok: false; problems: PlanProblem[] };
 
 /**
@@ -116,6 +121,7 @@ export type PlanValidation = { ok: true; plan: TrackingPlan } | { ok: false; pro
 export async function validatePlan(raw: unknown): Promise<PlanValidation> {
   const checked = checkPlan(raw);
   if (!checked.ok) return checked;
+  await yieldTurn();
   const compiled = await compileSourcesOffThread(checked.plan);
   const problems = [...checked.problems, ...(compiled.ok ? [] : compiled.problems)];
   return problems.length ? { ok: false, problems } : { ok: true, plan: checked.plan };
@@ -125,6 +131,7 @@ export async function validatePlan(raw: unknown): Promise<PlanValidation> {
 export async function compilePlanOffThread(raw: unknown, version: number): Promise<PlanCompilation> {
   const checked = checkPlan(raw);
   if (!checked.ok) return checked;
+  await yieldTurn();
   const compiled = await compileSourcesOffThread(checked.plan);
   const problems = [...checked.problems, ...(compiled.ok ? [] : compiled.problems)];
   if (problems.length || !compiled.ok) return { ok: false, problems };
