@@ -37,12 +37,21 @@ function tooCostly(limit: string): SourceCompilation {
   };
 }
 
-// One compile at a time: on two cores, a second would take the core that serves requests.
-let queue: Promise<unknown> = Promise.resolve();
+/**
+ * Whose compile it is: a plan sent with a request (PUT, the dry run), or a stored plan that ingest
+ * needs. Each lane runs one compile at a time, so that a tenant sending costly plans back to back
+ * queues behind itself, never in front of another app's stored plan.
+ */
+export type CompileLane = 'request' | 'stored';
 
-function oneAtATime<T>(task: () => Promise<T>): Promise<T> {
-  const run = queue.then(task, task);
-  queue = run.catch(() => undefined);
+const lanes: Record<CompileLane, Promise<unknown>> = {
+  request: Promise.resolve(),
+  stored: Promise.resolve(),
+};
+
+function oneAtATime<T>(lane: CompileLane, task: () => Promise<T>): Promise<T> {
+  const run = lanes[lane].then(task, task);
+  lanes[lane] = run.catch(() => undefined);
   return run;
 }
 
@@ -81,8 +90,8 @@ function runWorker(plan: TrackingPlan): Promise<SourceCompilation> {
 }
 
 /** The sources of a checked plan's validators, compiled off the server's thread. */
-export function compileSourcesOffThread(plan: TrackingPlan): Promise<SourceCompilation> {
-  return oneAtATime(() => runWorker(plan));
+export function compileSourcesOffThread(plan: TrackingPlan, lane: CompileLane): Promise<SourceCompilation> {
+  return oneAtATime(lane, () => runWorker(plan));
 }
 
 /**
@@ -122,17 +131,21 @@ export async function validatePlan(raw: unknown): Promise<PlanValidation> {
   const checked = checkPlan(raw);
   if (!checked.ok) return checked;
   await yieldTurn();
-  const compiled = await compileSourcesOffThread(checked.plan);
+  const compiled = await compileSourcesOffThread(checked.plan, 'request');
   const problems = [...checked.problems, ...(compiled.ok ? [] : compiled.problems)];
   return problems.length ? { ok: false, problems } : { ok: true, plan: checked.plan };
 }
 
 /** As `validatePlan`, and the plan made runnable (ingest's plan, or a dry run's). */
-export async function compilePlanOffThread(raw: unknown, version: number): Promise<PlanCompilation> {
+export async function compilePlanOffThread(
+  raw: unknown,
+  version: number,
+  lane: CompileLane,
+): Promise<PlanCompilation> {
   const checked = checkPlan(raw);
   if (!checked.ok) return checked;
   await yieldTurn();
-  const compiled = await compileSourcesOffThread(checked.plan);
+  const compiled = await compileSourcesOffThread(checked.plan, lane);
   const problems = [...checked.problems, ...(compiled.ok ? [] : compiled.problems)];
   if (problems.length || !compiled.ok) return { ok: false, problems };
   return {

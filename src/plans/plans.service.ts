@@ -119,7 +119,7 @@ export class PlansService {
 
   /** Compiles a plan sent with a request (the dry run): 400 `invalid_plan` when it is not valid. */
   async compile(raw: unknown): Promise<CompiledPlan> {
-    const compiled = await compilePlanOffThread(raw, 0);
+    const compiled = await compilePlanOffThread(raw, 0, 'request');
     if (!compiled.ok) throw invalidPlan(compiled.problems);
     return compiled.compiled;
   }
@@ -191,7 +191,7 @@ export class PlansService {
     const row = await this.plans.current(appId);
     entry.version = row?.version ?? 0;
     if (!row || row.plan.mode === 'off') return null;
-    const compiled = await compilePlanOffThread(row.plan, row.version);
+    const compiled = await compilePlanOffThread(row.plan, row.version, 'stored');
     if (!compiled.ok) {
       // Stored by an older version, before a bound it breaks: not applied, rather than failing
       // every batch of the app; the next valid version applies as usual (docs/decisions.md).
