@@ -9,7 +9,7 @@
 //  - baseline: nothing else happens;
 //  - each hostile plan PUT in a loop by another tenant: the probe's plan (1,000 events × 11
 //    properties with the pattern `^(a|b|c){1,25}x$`, 625 KB), a 2,000-definition plan, the
-//    deepest allowed plan (as many definitions nested 32 levels as 50,000 nodes allow), and the
+//    deepest allowed plan (as many definitions nested to the 32-level bound as 50,000 nodes allow), and the
 //    probe's plan with every pattern distinct (past the compile's memory cap: refused);
 //  - the first ingest of an app holding the probe's plan, right after a restart of the server.
 import { stop as stopCluster } from '../../src/database/embedded-pg.mjs';
