@@ -28,6 +28,11 @@ function workerFile(): string {
   return path.join(dir, 'dist', 'src', 'plans', 'plan-compile.worker.js');
 }
 
+/** Whether a problem is about what the compile would cost, rather than the plan's content. */
+export function isCompileCost(problem: PlanProblem): boolean {
+  return problem.message.startsWith('Compiling ');
+}
+
 function tooCostly(limit: string): SourceCompilation {
   return {
     ok: false,

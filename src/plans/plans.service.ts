@@ -3,8 +3,9 @@ import { AuditService } from '@app/audit/audit.service';
 import type { AuditActor } from '@app/audit/audit.types';
 import { AppError } from '@app/common/app-error';
 import type { CompiledPlan } from './compiled-plan';
+import type { PlanCompilation } from './plan-compiler';
 import { IssueSink, PlanGate } from './plan-gate';
-import { compilePlanOffThread, validatePlan } from './plan-worker';
+import { compilePlanOffThread, isCompileCost, validatePlan } from './plan-worker';
 import type { PlannedEvent, PlanProblem, PlanVersion } from './plan.types';
 import { PlansRepository } from './plans.repository';
 
@@ -13,6 +14,8 @@ import { PlansRepository } from './plans.repository';
  * within a second; this bounds the staleness only while that channel is down.
  */
 export const PLAN_CACHE_TTL_MS = 30_000;
+/** When a stored plan's compile failed for a reason other than its content, it is tried again after this. */
+const COMPILE_RETRY_MS = 60_000;
 
 interface CacheEntry {
   at: number;
@@ -191,11 +194,24 @@ export class PlansService {
     const row = await this.plans.current(appId);
     entry.version = row?.version ?? 0;
     if (!row || row.plan.mode === 'off') return null;
-    const compiled = await compilePlanOffThread(row.plan, row.version, 'stored');
+    let compiled: PlanCompilation;
+    try {
+      compiled = await compilePlanOffThread(row.plan, row.version, 'stored');
+    } catch (err) {
+      // The compiler itself failed: no batch fails for it; the plan is tried again later.
+      this.logger.error(
+        `Plan ${row.version} of app ${appId} could not be compiled (${(err as Error).message}); ` +
+          `not applied for now, tried again in ${COMPILE_RETRY_MS / 1000} s.`,
+      );
+      this.retryLater(appId, entry);
+      return null;
+    }
     if (!compiled.ok) {
       // Stored by an older version, before a bound it breaks: not applied, rather than failing
       // every batch of the app; the next valid version applies as usual (docs/decisions.md).
       this.reportNotApplied(appId, row.version, compiled.problems);
+      // Past the compile's deadline on a busy machine is no verdict on the plan: try again later.
+      if (compiled.problems.some(isCompileCost)) this.retryLater(appId, entry);
       return null;
     }
     compiled.compiled.onFailure = (eventName, err) =>
@@ -206,13 +222,23 @@ export class PlansService {
     return compiled.compiled;
   }
 
+  /** Drops `entry` after COMPILE_RETRY_MS, so that a later request compiles the plan again. */
+  private retryLater(appId: string, entry: CacheEntry): void {
+    setTimeout(() => {
+      if (this.cache.get(appId) === entry) this.cache.delete(appId);
+    }, COMPILE_RETRY_MS).unref();
+  }
+
   private reportNotApplied(appId: string, version: number, problems: PlanProblem[]): void {
     if (this.reported.get(appId) === version) return;
     this.reported.set(appId, version);
     const first = problems[0];
+    const next = problems.some(isCompileCost)
+      ? `tried again in ${COMPILE_RETRY_MS / 1000} s`
+      : 'store a corrected version';
     this.logger.warn(
-      `Plan ${version} of app ${appId} is not applied: it no longer passes the plan checks ` +
-        `(${problems.length} problem(s), first: ${first.path || 'plan'}: ${first.message}). Store a corrected version.`,
+      `Plan ${version} of app ${appId} is not applied: it does not pass the plan checks ` +
+        `(${problems.length} problem(s), first: ${first.path || 'plan'}: ${first.message}); ${next}.`,
     );
   }
 
