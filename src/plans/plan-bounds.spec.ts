@@ -1,5 +1,6 @@
 import {
   MAX_PATTERN_LENGTH,
+  MAX_PLAN_VALUES,
   MAX_PLAN_EVENTS,
   MAX_PLAN_NODES,
   MAX_SCHEMA_DEPTH,
@@ -41,6 +42,13 @@ describe('planBoundProblems', () => {
     const big = { type: 'string', enum: Array.from({ length: MAX_PLAN_NODES }, (_, i) => `v${i}`) };
     expect(planBoundProblems(plan(big))).toEqual([
       { path: 'events', message: 'A plan may hold at most 50,000 schema nodes.' },
+    ]);
+  });
+
+  it('stops at 100,000 JSON values in all, wherever they are', () => {
+    const junk = Array.from({ length: 2 * MAX_PLAN_VALUES }, () => 0);
+    expect(planBoundProblems({ mode: 'off', events: {}, extra: junk })).toEqual([
+      { path: '', message: 'A plan may hold at most 100,000 JSON values in all.' },
     ]);
   });
 

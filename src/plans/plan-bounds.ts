@@ -5,6 +5,12 @@ import type { PlanProblem } from './plan.types';
 export const MAX_PLAN_EVENTS = 2000;
 /** The most schema nodes (every JSON value inside the payload schemas) of one plan. */
 export const MAX_PLAN_NODES = 50_000;
+/**
+ * The most JSON values of a whole plan: the schema nodes, and the definitions' own fields many
+ * times over. Only a body that is mostly something else (a long array in an unknown field) comes
+ * near it, and the walk stops there.
+ */
+export const MAX_PLAN_VALUES = 100_000;
 /** The longest pattern (`pattern`, or a key of `patternProperties`), in UTF-16 units. */
 export const MAX_PATTERN_LENGTH = 1000;
 /** The deepest a payload schema nests: the schema itself is level 1, each object or array inside one more. */
@@ -113,6 +119,8 @@ export function planBoundProblems(raw: unknown): PlanProblem[] {
 class BoundsWalk {
   readonly problems: PlanProblem[] = [];
   private nodes = 0;
+  private values = 0;
+  private tooMany = false;
   private readonly schemas: PayloadSchema[] = [];
 
   run(raw: unknown): void {
@@ -129,7 +137,12 @@ class BoundsWalk {
         this.add('events', `A plan may hold at most ${fmt(MAX_PLAN_NODES)} schema nodes.`);
         return;
       }
+      this.values++;
       this.visit(visit, stack);
+      if (this.tooMany) {
+        this.add('', `A plan may hold at most ${fmt(MAX_PLAN_VALUES)} JSON values in all.`);
+        return;
+      }
     }
     for (const schema of this.schemas) this.checkCycles(schema);
   }
@@ -164,6 +177,12 @@ class BoundsWalk {
       return;
     }
     const depth = v.depth + 1;
+    // Members are pushed all at once: a long array is refused before, not after, they are.
+    const members = Array.isArray(value) ? value.length : Object.keys(value).length;
+    if (this.values + stack.length + members > MAX_PLAN_VALUES) {
+      this.tooMany = true;
+      return;
+    }
     if (Array.isArray(value)) {
       const kind = childKind(v.kind, null);
       for (let i = value.length - 1; i >= 0; i--) {
