@@ -295,18 +295,24 @@ export function compileInWorker(plan: TrackingPlan): SourceCompilation {
   const held: CompiledDefinition[] = [];
   const problems: PlanProblem[] = [];
   for (const item of compiled.sources) {
-    let { made, ms } = instantiationMs(plan, item, held.length, regExp);
-    // Once more on a fresh engine before refusing: the first run may have waited for the CPU.
-    if (ms > MAX_DEFINITION_MS) ({ made, ms } = instantiationMs(plan, item, held.length, linearRegExps()));
-    if (ms > MAX_DEFINITION_MS) {
-      problems.push({
-        path: `events.${item.name}.payload`,
-        message:
-          `Compiling this definition costs ${Math.round(ms)} ms, more than the server allows ` +
-          `(${MAX_DEFINITION_MS} ms): split or simplify its schema.`,
-      });
+    const path = `events.${item.name}.payload`;
+    try {
+      let { made, ms } = instantiationMs(plan, item, held.length, regExp);
+      // Once more on a fresh engine before refusing: the first run may have waited for the CPU.
+      if (ms > MAX_DEFINITION_MS) ({ made, ms } = instantiationMs(plan, item, held.length, linearRegExps()));
+      if (ms > MAX_DEFINITION_MS) {
+        problems.push({
+          path,
+          message:
+            `Compiling this definition costs ${Math.round(ms)} ms, more than the server allows ` +
+            `(${MAX_DEFINITION_MS} ms): split or simplify its schema.`,
+        });
+      }
+      held.push(made);
+    } catch (err) {
+      // What the server could not load is refused here, not met at ingest.
+      problems.push({ path, message: (err as Error).message });
     }
-    held.push(made);
   }
   return problems.length ? { ok: false, problems } : compiled;
 }
