@@ -319,6 +319,25 @@ describe('Tracking plan bounds (e2e)', () => {
     }, 60_000);
   });
 
+  describe('a first batch that waits longer for its compile than the commit budget', () => {
+    // A commit budget of 1 s (half of EXPORT_SETTLE_MS), shorter than the compile of the plan.
+    const short = useTestApp({ EXPORT_SETTLE_MS: '2000' });
+
+    it('is stored: the receive time is taken once the plan is ready', async () => {
+      const s = await setup(short.app);
+      expect((await putPlan(short.http, s.appId, s.planKey, heavyPlan(1000))).status).toBe(200);
+      short.app.get(PlansService).forgetAll();
+      const started = performance.now();
+      const res = await postIngest(short.http, s.liveKey, {
+        events: [{ eventName: 'E1', payload: { p0: 'abx' } }],
+      });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ accepted: 1, rejected: 0 });
+      // Only meaningful when the compile outlasted the budget, as it does on this machine.
+      expect(performance.now() - started).toBeGreaterThan(1000);
+    }, 60_000);
+  });
+
   describe('compiled plans in memory', () => {
     it("keeps only the app's current compiled plan: the one before an `off` plan is freed", async () => {
       const gc = collector();
