@@ -12,6 +12,7 @@ try {
 }
 
 // One plan per worker (plan-worker.ts starts it with a heap cap and a deadline): the answer is
-// the plan's validator sources, or its problems.
-const { plan } = workerData as { plan: TrackingPlan };
-parentPort!.postMessage(compileInWorker(plan));
+// the plan's validator sources (none when the server only checks the plan), or its problems.
+const { plan, sources } = workerData as { plan: TrackingPlan; sources: boolean };
+const answer = compileInWorker(plan);
+parentPort!.postMessage(answer.ok && !sources ? { ok: true, sources: [] } : answer);

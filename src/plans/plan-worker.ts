@@ -60,11 +60,14 @@ function oneAtATime<T>(lane: CompileLane, task: () => Promise<T>): Promise<T> {
   return run;
 }
 
-/** Compiles in a worker with a heap cap and a deadline; past either, the plan is refused. */
-function runWorker(plan: TrackingPlan): Promise<SourceCompilation> {
+/**
+ * Compiles in a worker with a heap cap and a deadline; past either, the plan is refused. Without
+ * `sources`, the answer carries none: a check does not copy megabytes of code into this thread.
+ */
+function runWorker(plan: TrackingPlan, sources: boolean): Promise<SourceCompilation> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(workerFile(), {
-      workerData: { plan },
+      workerData: { plan, sources },
       resourceLimits: {
         maxOldGenerationSizeMb: PLAN_COMPILE_HEAP_MB,
         maxYoungGenerationSizeMb: 16,
@@ -95,8 +98,12 @@ function runWorker(plan: TrackingPlan): Promise<SourceCompilation> {
 }
 
 /** The sources of a checked plan's validators, compiled off the server's thread. */
-export function compileSourcesOffThread(plan: TrackingPlan, lane: CompileLane): Promise<SourceCompilation> {
-  return oneAtATime(lane, () => runWorker(plan));
+export function compileSourcesOffThread(
+  plan: TrackingPlan,
+  lane: CompileLane,
+  sources = true,
+): Promise<SourceCompilation> {
+  return oneAtATime(lane, () => runWorker(plan, sources));
 }
 
 /**
@@ -136,7 +143,7 @@ export async function validatePlan(raw: unknown): Promise<PlanValidation> {
   const checked = checkPlan(raw);
   if (!checked.ok) return checked;
   await yieldTurn();
-  const compiled = await compileSourcesOffThread(checked.plan, 'request');
+  const compiled = await compileSourcesOffThread(checked.plan, 'request', false);
   const problems = [...checked.problems, ...(compiled.ok ? [] : compiled.problems)];
   return problems.length ? { ok: false, problems } : { ok: true, plan: checked.plan };
 }
