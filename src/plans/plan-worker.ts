@@ -17,7 +17,7 @@ export const PLAN_COMPILE_TIMEOUT_MS = 10_000;
 /** The compile worker's heap (old generation), which also bounds what the compiled plan holds. */
 export const PLAN_COMPILE_HEAP_MB = 128;
 /** The most the server's thread spends making a compiled plan runnable before it lets others run. */
-const SLICE_MS = 10;
+const SLICE_MS = 5;
 
 /** The built worker: beside this file, or in dist/ when the tests run the TypeScript sources. */
 function workerFile(): string {
