@@ -89,7 +89,7 @@ export function buildPlanServices(
       const body = { value: { events }, bytes: Buffer.byteLength(JSON.stringify(events)) };
       return ingest.ingest(key, body, undefined, {
         appId,
-        plan: plan === undefined ? undefined : plans.compile(plan),
+        plan: plan === undefined ? undefined : await plans.compile(plan),
       });
     },
   };

@@ -126,17 +126,27 @@ export class IngestService {
     private readonly dedup: DedupRepository,
   ) {}
 
+  /**
+   * The batch's receive time, taken once the app's plan is ready: a plan's first compile (after a
+   * change or a restart) can take seconds, and the receive time starts the commit budget
+   * (commitWithinMs), which waiting for the compile must not use up.
+   */
+  private async receiveTime(appId: string, dryRun: DryRun | undefined): Promise<number> {
+    if (dryRun?.plan === undefined) await this.plans.active(appId);
+    return Date.now();
+  }
+
   async ingest(
     key: RequestKey,
     body: IngestBody,
     cpu = new CpuMeter(),
     dryRun?: DryRun,
   ): Promise<IngestResult> {
-    const receivedAt = Date.now();
     const { events, sentAt } = parseEnvelope(body.value, body.bytes, this.config);
     if (!dryRun) await this.checkEventRate(key.id, events.length);
 
     const appId = dryRun?.appId ?? key.appIds[0];
+    const receivedAt = await this.receiveTime(appId, dryRun);
     const secret = await this.apps.piiSecret(appId);
     const testMode = key.mode === 'test';
     const skew = sentAt === null ? 0 : receivedAt - sentAt;

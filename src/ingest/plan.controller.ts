@@ -193,7 +193,7 @@ export class PlanController {
     const body = await this.reader.read(req, key.id);
     const value = body.value as { plan?: unknown } | null;
     const raw = typeof value === 'object' && value !== null && !Array.isArray(value) ? value.plan : undefined;
-    const plan = raw === undefined ? undefined : this.plans.compile(raw);
+    const plan = raw === undefined ? undefined : await this.plans.compile(raw);
     return this.ingest.ingest(key, body, undefined, { appId: normaliseAppId(query.appId), plan });
   }
 }

@@ -53,6 +53,9 @@ export function toViolation(e: ErrorObject): Violation {
 export class CompiledPlan {
   /** The planned event names, by definition index. */
   readonly names: readonly string[];
+  /** Called once per event name whose validator threw (plans.service.ts logs it). */
+  onFailure: ((eventName: string, err: unknown) => void) | null = null;
+  private readonly failures = new Set<string>();
 
   constructor(
     readonly version: number,
@@ -108,12 +111,26 @@ export class CompiledPlan {
     const validate = def.validate;
     if (validate !== null) {
       const payload = event.payload ?? EMPTY_PAYLOAD;
-      // The flat form's yes is final; its "not sure" goes to Ajv, which also names the violations.
-      if ((def.quick !== null && def.quick(payload)) || validate(payload)) return out;
+      try {
+        // The flat form's yes is final; its "not sure" goes to Ajv, which also names the violations.
+        if ((def.quick !== null && def.quick(payload)) || validate(payload)) return out;
+      } catch (err) {
+        // A validator that throws (no stored plan should make one) judges nothing: the event
+        // is not held to its schema, and the batch is never a 500 because of a plan.
+        this.failed(event.eventName, err);
+        return out;
+      }
       out ??= [];
       for (const e of validate.errors!) out.push(toViolation(e));
     }
     return out;
+  }
+
+  /** Reports a validator that threw, once per plan version and event name. */
+  private failed(eventName: string, err: unknown): void {
+    if (this.failures.has(eventName)) return;
+    this.failures.add(eventName);
+    this.onFailure?.(eventName, err);
   }
 
   /** Whether these violations reject the event (otherwise they are warnings). */

@@ -1,10 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { AuditService } from '@app/audit/audit.service';
 import type { AuditActor } from '@app/audit/audit.types';
 import { AppError } from '@app/common/app-error';
 import type { CompiledPlan } from './compiled-plan';
+import type { PlanCompilation } from './plan-compiler';
 import { IssueSink, PlanGate } from './plan-gate';
-import { compilePlan } from './plan-compiler';
+import { compilePlanOffThread, isCompileCost, validatePlan } from './plan-worker';
 import type { PlannedEvent, PlanProblem, PlanVersion } from './plan.types';
 import { PlansRepository } from './plans.repository';
 
@@ -13,6 +14,8 @@ import { PlansRepository } from './plans.repository';
  * within a second; this bounds the staleness only while that channel is down.
  */
 export const PLAN_CACHE_TTL_MS = 30_000;
+/** When a stored plan's compile failed for a reason other than its content, it is tried again after this. */
+const COMPILE_RETRY_MS = 60_000;
 
 interface CacheEntry {
   at: number;
@@ -49,6 +52,9 @@ export function parseIfMatch(header: string | undefined): number | '*' | undefin
 @Injectable()
 export class PlansService {
   private readonly cache = new Map<string, CacheEntry>();
+  private readonly logger = new Logger('PlansService');
+  /** The version of each app's stored plan last reported as not applied, so that it is logged once. */
+  private readonly reported = new Map<string, number>();
 
   constructor(
     private readonly plans: PlansRepository,
@@ -79,13 +85,14 @@ export class PlansService {
         'Send If-Match with the ETag of the plan you read (GET /api/v1/plan).',
       );
     }
-    const compiled = compilePlan(raw, 0);
-    if (!compiled.ok) throw invalidPlan(compiled.problems);
-    const mode = compiled.plan.mode;
+    // Checked in full, its schemas compiled in a worker; nothing of the compile is kept here.
+    const checked = await validatePlan(raw);
+    if (!checked.ok) throw invalidPlan(checked.problems);
+    const mode = checked.plan.mode;
     const row = await this.plans.insertNext(
       appId,
       ifMatch === '*' ? null : ifMatch,
-      compiled.plan,
+      checked.plan,
       (manager, version) =>
         this.audit.record(
           { action: 'plan.updated', actor, appId, targetId: String(version), details: { version, mode } },
@@ -114,8 +121,8 @@ export class PlansService {
   }
 
   /** Compiles a plan sent with a request (the dry run): 400 `invalid_plan` when it is not valid. */
-  compile(raw: unknown): CompiledPlan {
-    const compiled = compilePlan(raw, 0);
+  async compile(raw: unknown): Promise<CompiledPlan> {
+    const compiled = await compilePlanOffThread(raw, 0, 'request');
     if (!compiled.ok) throw invalidPlan(compiled.problems);
     return compiled.compiled;
   }
@@ -187,10 +194,52 @@ export class PlansService {
     const row = await this.plans.current(appId);
     entry.version = row?.version ?? 0;
     if (!row || row.plan.mode === 'off') return null;
-    const compiled = compilePlan(row.plan, row.version);
-    // A stored plan was valid when stored; should the validator grow stricter, it stays applied.
-    if (!compiled.ok) throw new Error(`stored plan ${row.version} of ${appId} no longer compiles`);
+    let compiled: PlanCompilation;
+    try {
+      compiled = await compilePlanOffThread(row.plan, row.version, 'stored');
+    } catch (err) {
+      // The compiler itself failed: no batch fails for it; the plan is tried again later.
+      this.logger.error(
+        `Plan ${row.version} of app ${appId} could not be compiled (${(err as Error).message}); ` +
+          `not applied for now, tried again in ${COMPILE_RETRY_MS / 1000} s.`,
+      );
+      this.retryLater(appId, entry);
+      return null;
+    }
+    if (!compiled.ok) {
+      // Stored by an older version, before a bound it breaks: not applied, rather than failing
+      // every batch of the app; the next valid version applies as usual (docs/decisions.md).
+      this.reportNotApplied(appId, row.version, compiled.problems);
+      // Past the compile's deadline on a busy machine is no verdict on the plan: try again later.
+      if (compiled.problems.some(isCompileCost)) this.retryLater(appId, entry);
+      return null;
+    }
+    compiled.compiled.onFailure = (eventName, err) =>
+      this.logger.error(
+        `The validator of ${JSON.stringify(eventName)} in plan ${row.version} of app ${appId} threw; ` +
+          `its events are not checked against their schema: ${(err as Error).message}`,
+      );
     return compiled.compiled;
+  }
+
+  /** Drops `entry` after COMPILE_RETRY_MS, so that a later request compiles the plan again. */
+  private retryLater(appId: string, entry: CacheEntry): void {
+    setTimeout(() => {
+      if (this.cache.get(appId) === entry) this.cache.delete(appId);
+    }, COMPILE_RETRY_MS).unref();
+  }
+
+  private reportNotApplied(appId: string, version: number, problems: PlanProblem[]): void {
+    if (this.reported.get(appId) === version) return;
+    this.reported.set(appId, version);
+    const first = problems[0];
+    const next = problems.some(isCompileCost)
+      ? `tried again in ${COMPILE_RETRY_MS / 1000} s`
+      : 'store a corrected version';
+    this.logger.warn(
+      `Plan ${version} of app ${appId} is not applied: it does not pass the plan checks ` +
+        `(${problems.length} problem(s), first: ${first.path || 'plan'}: ${first.message}); ${next}.`,
+    );
   }
 
   forget(appId: string): void {

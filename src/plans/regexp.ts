@@ -57,7 +57,26 @@ function compile(pattern: string, flags: string): LinearRegExp {
  * pattern, except the simple shapes that V8's own engine provably runs in linear time. A pattern
  * RE2 does not support (backreferences, lookaround) throws, so the plan is refused at PUT.
  *
- * `toString` must name the pattern: Ajv caches compiled patterns by it. `code` would name the
- * engine in standalone code, which Tally never generates.
+ * `toString` must name the pattern: Ajv caches compiled patterns by it. `code` names the engine
+ * in Ajv's standalone code, whose runner supplies it under that name (plan-compiler.ts).
  */
 export const linearRegExp = Object.assign(compile, { code: 'linearRegExp' });
+
+/** A `linearRegExp` as Ajv's `code.regExp` takes it. */
+export type LinearRegExpFactory = ((pattern: string, flags: string) => LinearRegExp) & { code: string };
+
+/**
+ * A `linearRegExp` that builds each pattern once: one per plan, shared by its validators and flat
+ * forms, and freed with it. Ajv asks for a pattern's matcher every time the pattern appears, and
+ * a compiled RE2 program takes tens of kilobytes.
+ */
+export function linearRegExps(): LinearRegExpFactory {
+  const built = new Map<string, LinearRegExp>();
+  const make = (pattern: string, flags: string): LinearRegExp => {
+    const key = `${flags}/${pattern}`;
+    let re = built.get(key);
+    if (re === undefined) built.set(key, (re = compile(pattern, flags)));
+    return re;
+  };
+  return Object.assign(make, { code: 'linearRegExp' });
+}
