@@ -105,6 +105,8 @@ describe('embedded PostgreSQL shared by the server and the CLI', () => {
     });
     expect(await fs.readdir(dir)).toEqual([]);
     const server = await startServer();
+    // Ready (its shutdown hooks in place), then stopped as an operator stops it.
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
     expect(await stopServer(server.child)).toBe(0);
     expect(postmasterAlive(dir)).toBe(false);
     const seed = await cli('seed', '--json');
