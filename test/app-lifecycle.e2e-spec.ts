@@ -1,7 +1,8 @@
 import request from 'supertest';
 import type { DataSource } from 'typeorm';
 import { bearer, makeApiKey, makeIngestKey, postIngest } from './factories';
-import { testEnv, useTestApp, type TestApp } from './support/test-app';
+import { readFile } from 'node:fs/promises';
+import { testDatabaseUrl, testEnv, testLedgerPath, useTestApp, type TestApp } from './support/test-app';
 import { openServices } from '@app/cli/services';
 import { loadConfig } from '@app/config/config';
 import { expectFailureStdout, runTestCli } from './support/run-cli';
@@ -164,6 +165,11 @@ describe('apps: rename and delete', () => {
     const run = await cli('apps', 'delete', gone.appId, '--yes', '--wait', '--json');
     expect(run.code).toBe(0);
     expect(run.json).toMatchObject({ appId: gone.appId, kind: 'app', status: 'done', eventsDeleted: 32 });
+    // The erasure ledger has it too, so that a restored backup never brings the app's data back.
+    const ledger = (await readFile(testLedgerPath(testDatabaseUrl()), 'utf8')).trim().split('\n');
+    expect(ledger.map((line) => JSON.parse(line) as Record<string, unknown>)).toContainEqual(
+      expect.objectContaining({ deletionId: run.json.id, appId: gone.appId, kind: 'app', userHashes: [] }),
+    );
     expect(await rowsOf(t.db, gone.appId)).toEqual({ audit_log: expect.any(Number), deletions: 1 });
   });
 });

@@ -85,12 +85,21 @@ export function largeExports(events) {
       const headers = json(t.ingestKey);
       for (let i = 0; i < events; i += 30) {
         const batch = Array.from({ length: Math.min(30, events - i) }, (_, j) => largeEvent(i + j));
-        const res = await fetch(`${context.baseUrl}/api/ingest`, {
-          method: 'POST',
-          headers,
-          body: JSON.stringify({ events: batch }),
-        });
-        const body = await res.json();
+        let res;
+        let body;
+        // Within the key's limits, as an SDK sends: a 429 waits its Retry-After.
+        for (;;) {
+          res = await fetch(`${context.baseUrl}/api/ingest`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ events: batch }),
+          });
+          body = await res.json();
+          if (res.status !== 429) break;
+          await new Promise((resolve) =>
+            setTimeout(resolve, Number(res.headers.get('retry-after') ?? 1) * 1000),
+          );
+        }
         if (res.status !== 200 || body.accepted !== batch.length) {
           throw new Error(`preparing the large events: ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
         }

@@ -153,9 +153,10 @@ export class ExportRepository {
    * exact whatever the precision of received_at. One statement; the whole chunk is read before it
    * is returned, so a read retried on the primary starts over. Past `maxBytes` the statement's
    * further rows are read and dropped, not kept: the caller asks for about as many rows as fit
-   * (ExportService), so few are. With `weigh`, the statement itself leaves out the rows past
-   * the bound by their weight (ROW_WEIGHT), so that the first chunk of large events, or a chunk
-   * where small events give way to large ones, does not send `limit` large rows to be dropped.
+   * (ExportService.nextAsk), so few are. With `weigh` (an export's first chunk, whose rows' size
+   * nothing tells yet), the statement itself leaves out the rows past the bound by their weight
+   * (ROW_WEIGHT), so that the first chunk of large events does not send `limit` of them to be
+   * dropped.
    */
   async copyChunk(
     window: ExportWindow,

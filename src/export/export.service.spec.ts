@@ -2,34 +2,43 @@ import { nextAsk } from './export.service';
 
 const MOST = 5000;
 const BOUND = 4 * 1_048_576;
-const small = { limit: MOST, weigh: false };
 
 describe('nextAsk (what the next chunk asks for)', () => {
-  it('asks for the most, unweighed, while chunks of small rows come whole', () => {
-    expect(nextAsk(MOST, MOST * 250, small, MOST, BOUND)).toEqual(small);
-  });
-
-  it('asks for a quarter more than a chunk cut short by its byte bound gave, weighed', () => {
-    expect(nextAsk(140, 140 * 29_000, { limit: MOST, weigh: true }, MOST, BOUND)).toEqual({
-      limit: 175,
-      weigh: true,
-    });
-    expect(nextAsk(140, 140 * 29_000, { limit: 175, weigh: true }, MOST, BOUND)).toEqual({
-      limit: 175,
-      weigh: true,
-    });
-  });
-
-  it("weighs while the most rows of the last chunk's size could pass half the bound", () => {
-    expect(nextAsk(MOST, MOST * 1_000, small, MOST, BOUND).weigh).toBe(true);
-    expect(nextAsk(MOST, MOST * 400, small, MOST, BOUND).weigh).toBe(false);
-  });
-
-  it('grows back by doubling once chunks come whole again, up to the most', () => {
-    expect(nextAsk(175, 175 * 300, { limit: 175, weigh: true }, MOST, BOUND)).toEqual({
-      limit: 350,
+  it('doubles while chunks of small rows come whole, up to the most', () => {
+    expect(nextAsk(100, 100 * 250, { limit: 100, weigh: false }, MOST, BOUND)).toEqual({
+      limit: 200,
       weigh: false,
     });
-    expect(nextAsk(4000, 4000 * 300, { limit: 4000, weigh: false }, MOST, BOUND).limit).toBe(MOST);
+    expect(nextAsk(3200, 3200 * 250, { limit: 3200, weigh: false }, MOST, BOUND)).toEqual({
+      limit: MOST,
+      weigh: false,
+    });
+    expect(nextAsk(MOST, MOST * 250, { limit: MOST, weigh: false }, MOST, BOUND)).toEqual({
+      limit: MOST,
+      weigh: false,
+    });
+  });
+
+  it("asks for no more rows of the last chunk's average size than fit in the bound", () => {
+    // 29 KB events: 144 fit in 4 MiB.
+    expect(nextAsk(100, 100 * 29_000, { limit: MOST, weigh: true }, MOST, BOUND)).toEqual({
+      limit: 144,
+      weigh: false,
+    });
+    expect(nextAsk(144, 144 * 29_000, { limit: 144, weigh: false }, MOST, BOUND)).toEqual({
+      limit: 144,
+      weigh: false,
+    });
+  });
+
+  it('grows back once the rows are small again, and never asks for none', () => {
+    expect(nextAsk(144, 144 * 300, { limit: 144, weigh: false }, MOST, BOUND)).toEqual({
+      limit: 288,
+      weigh: false,
+    });
+    expect(nextAsk(1, 50_000_000, { limit: 1, weigh: false }, MOST, BOUND)).toEqual({
+      limit: 1,
+      weigh: false,
+    });
   });
 });

@@ -84,11 +84,11 @@ export interface ChunkAsk {
 
 /**
  * What the next chunk asks for, from what the last one gave (`rows` rows in `bytes` of COPY, for
- * `ask`). Rows: a quarter more than the last chunk gave when its byte bound cut it short (the
- * rows read past the bound are dropped, so large events then cost about a quarter more reading
- * than is sent), else twice the last ask, up to `most`. Weighing, which costs PostgreSQL about
- * 1 µs a row: only while rows are large enough that `most` of them could pass half the bound, so
- * that ordinary events read as before.
+ * `ask`): twice the last ask, but no more rows of the last chunk's average size than fit in
+ * `maxBytes`, and at most `most`. Only the first chunk is weighed in the statement (nothing is
+ * known of the rows' size then); after it, the ask is sized here, which costs PostgreSQL nothing
+ * per row. Rows read past the byte bound are dropped (copyChunk), so a chunk whose events grow
+ * larger than the last one's costs a few rows of reading, never memory.
  */
 export function nextAsk(
   rows: number,
@@ -97,8 +97,8 @@ export function nextAsk(
   most: number,
   maxBytes: number,
 ): ChunkAsk {
-  const limit = Math.min(most, rows < ask.limit ? Math.max(1, Math.ceil(rows * 1.25)) : 2 * ask.limit);
-  return { limit, weigh: (bytes / Math.max(1, rows)) * most > maxBytes / 2 };
+  const fit = Math.floor(maxBytes / Math.max(1, bytes / Math.max(1, rows)));
+  return { limit: Math.max(1, Math.min(most, 2 * ask.limit, fit)), weigh: false };
 }
 
 /** The resume position `after=<receivedAt>:<id>` names, or null when it is malformed. */
