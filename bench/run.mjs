@@ -85,7 +85,7 @@ async function main() {
   };
   if (flags.isolation) {
     const { isolationMode } = await import('./scenarios/isolation.mjs');
-    return isolationMode({ ...standalone, loadAverage: () => os.loadavg()[0] });
+    return isolationMode({ ...standalone, loadAverage: () => os.loadavg()[0], only: flags.attacker });
   }
   if (flags.robustness) return robustnessMode(standalone);
   const results = {

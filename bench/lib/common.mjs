@@ -42,6 +42,9 @@ export const { values: flags } = parseArgs({
     robustness: { type: 'boolean', default: false },
     // Victim latency under a hostile ingest key (bench/scenarios/isolation.mjs), section `isolation`.
     isolation: { type: 'boolean', default: false },
+    // With --isolation: only this attacker of isolation-attackers.mjs beside the victim (a quick
+    // look at one lever; the figures are printed, not recorded).
+    attacker: { type: 'string' },
     // One key's expensive reads or stalled uploads against another app (noisy-neighbours.mjs).
     'noisy-neighbours': { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },

@@ -251,8 +251,50 @@ async function otherAttackers({ context, victim, alone, seconds, log, quick }) {
   return out;
 }
 
+/** One attacker of moreAttackers beside the victim alone, printed: `--isolation --attacker <name>`. */
+async function oneAttacker({ dist, url, seconds, log, quick, name }) {
+  const { cli, startServer } = await import('../lib/processes.mjs');
+  const env = { ...DEFAULT_LIMITS, INGEST_CPU_MS_PER_SECOND: '', EXPORT_SETTLE_MS: String(EXPORT_SETTLE_MS) };
+  const server = await startServer({ dist, databaseUrl: url, env });
+  try {
+    const attacker = moreAttackers(quick)[name];
+    if (!attacker) throw new Error(`no attacker ${name}: ${Object.keys(moreAttackers(quick)).join(', ')}`);
+    const context = { cli, dist, url, baseUrl: server.baseUrl, exportSettleMs: EXPORT_SETTLE_MS };
+    const victim = await tenant(cli, dist, url, 'victim');
+    await phase({ baseUrl: server.baseUrl, victim, seconds: 1 });
+    const alone = await phase({ baseUrl: server.baseUrl, victim, seconds });
+    log(`isolation: preparing the ${name} attacker`);
+    const state = await attacker.prepare(context);
+    const attacked = await phase({ baseUrl: server.baseUrl, victim, attack: { attacker, state }, seconds });
+    return { alone, attacked, ratios: ratios(alone, attacked) };
+  } finally {
+    await server.stop();
+  }
+}
+
 /** `npm run bench -- --isolation`: writes the `isolation` section; resolves with the exit code. */
-export async function isolationMode({ dist, cluster, quick, log, stopCluster, resultsDir, loadAverage }) {
+export async function isolationMode({
+  dist,
+  cluster,
+  quick,
+  log,
+  stopCluster,
+  resultsDir,
+  loadAverage,
+  only,
+}) {
+  if (only) {
+    const seconds = quick ? 3 : 15;
+    try {
+      const result = await oneAttacker({ dist, url: cluster.url, seconds, log, quick, name: only });
+      process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    } finally {
+      await stopCluster(cluster.dir).catch(() => undefined);
+      if (cluster.temporary) fs.rmSync(cluster.dir, { recursive: true, force: true });
+      fs.rmSync(dist, { recursive: true, force: true });
+    }
+    return 0;
+  }
   // 15 s phases: about 300 victim ingest answers, so that the p99 is not the second-slowest of 160.
   const seconds = quick ? 3 : 15;
   let result;
