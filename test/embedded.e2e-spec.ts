@@ -63,8 +63,9 @@ describe('embedded PostgreSQL shared by the server and the CLI', () => {
     await fs.rm(dir, { recursive: true, force: true });
   });
 
+  // Run from another folder than the installation's, as from a PATH: the folder does not matter.
   const cli = async (...args: string[]) =>
-    JSON.parse((await exec(process.execPath, [CLI, ...args], { env })).stdout);
+    JSON.parse((await exec(process.execPath, [CLI, ...args], { env, cwd: os.tmpdir() })).stdout);
 
   async function startServer(): Promise<{ child: ChildProcess; url: string }> {
     const port = await freePort();
@@ -96,7 +97,7 @@ describe('embedded PostgreSQL shared by the server and the CLI', () => {
   }
 
   it('the CLI refuses a fresh folder and creates nothing; once the service made the cluster, the CLI starts it and stops it when done', async () => {
-    const refused = await exec(process.execPath, [CLI, 'seed', '--json'], { env }).catch(
+    const refused = await exec(process.execPath, [CLI, 'seed', '--json'], { env, cwd: os.tmpdir() }).catch(
       (err: { code: number; stdout: string }) => err,
     );
     expect(refused).toMatchObject({ code: 2 });
