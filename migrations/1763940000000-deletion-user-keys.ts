@@ -11,7 +11,9 @@ export class DeletionUserKeys1763940000000 implements MigrationInterface {
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE deletions ADD COLUMN user_keys text[]`);
-    await q.query(`CREATE INDEX deletions_app_finished ON deletions (app_id, finished_at) WHERE status = 'done'`);
+    await q.query(
+      `CREATE INDEX deletions_app_finished ON deletions (app_id, finished_at) WHERE status = 'done'`,
+    );
     await q.query(`
       INSERT INTO server_secrets (name, value)
       VALUES ('user_key', decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex'))
