@@ -1,6 +1,11 @@
 import { sealEventIdBlocks, SEALED_EVENT_ID_BYTES } from '@app/common/event-ids';
 import { PG_EPOCH_MS } from '@app/database/binary-arrays';
-import type { ExportPosition } from './export.repository';
+
+/** A position in an export: the receive time (epoch microseconds) and stored id of a row. */
+export interface ExportPosition {
+  receivedUs: bigint;
+  id: bigint;
+}
 
 /**
  * Reading PostgreSQL's binary COPY of the export's columns (EXPORT_COLUMNS of the repository),

@@ -4,13 +4,9 @@ import { withDriverClient } from '@app/database/driver-client';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import { to as copyTo } from 'pg-copy-streams';
 import type { ChunkBuffers } from './chunk-buffers';
-import { completeRowsEnd } from './copy-rows';
+import { completeRowsEnd, type ExportPosition } from './copy-rows';
 
-/** A position in an export: the receive time (epoch microseconds) and stored id of a row. */
-export interface ExportPosition {
-  receivedUs: bigint;
-  id: bigint;
-}
+export type { ExportPosition } from './copy-rows';
 
 /** What an export reads: one app's events received in [fromMs, toMs). */
 export interface ExportWindow {
