@@ -52,7 +52,10 @@ export function patternPlan(events = 1000) {
   const properties = Object.fromEntries(
     Array.from({ length: 11 }, (_, i) => [`p${i}`, { type: 'string', pattern: '^(a|b|c){1,25}x$' }]),
   );
-  const definitions = Array.from({ length: events }, (_, i) => [`Event.${i}`, { payload: { properties } }]);
+  const definitions = Array.from({ length: events }, (_, i) => [
+    `Event.${i}`,
+    { payload: { type: 'object', properties } },
+  ]);
   return { mode: 'enforce', events: Object.fromEntries(definitions) };
 }
 

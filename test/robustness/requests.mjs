@@ -140,7 +140,7 @@ function patternPlan(events) {
   return {
     mode: 'enforce',
     events: Object.fromEntries(
-      Array.from({ length: events }, (_, i) => [`E${i}`, { payload: { properties } }]),
+      Array.from({ length: events }, (_, i) => [`E${i}`, { payload: { type: 'object', properties } }]),
     ),
   };
 }
