@@ -207,6 +207,8 @@ describe('the CLI finds its installation, and never creates a database', () => {
       process.chdir(elsewhere);
       expect(installationRoot()).toBe(ROOT);
       expect(loadConfig({}).embeddedPgDir).toBe(path.join(ROOT, '.data'));
+      // The erasure ledger too: a restore run from any folder re-applies the same one.
+      expect(loadConfig({}).erasureLedgerPath).toBe(path.join(ROOT, '.data', 'erasure-ledger.ndjson'));
       // A copy of the installation elsewhere resolves to itself.
       const copy = path.join(elsewhere, 'install');
       fs.mkdirSync(path.join(copy, 'dist', 'src', 'config'), { recursive: true });

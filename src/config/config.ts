@@ -424,7 +424,9 @@ function readJobSettings(env: Env) {
     rollupIntervalSeconds: int(env, 'ROLLUP_INTERVAL_SECONDS', 60, 1, 86_400),
     rollupsMaxRows: int(env, 'ROLLUPS_MAX_ROWS', 5_000, 1, 100_000),
     erasurePausePercent: int(env, 'ERASURE_PAUSE_PERCENT', 100, 0, 1_000),
-    erasureLedgerPath: path.resolve(raw(env, 'ERASURE_LEDGER_PATH') ?? '.data/erasure-ledger.ndjson'),
+    erasureLedgerPath: path.resolve(
+      raw(env, 'ERASURE_LEDGER_PATH') ?? path.join(installationRoot(), '.data', 'erasure-ledger.ndjson'),
+    ),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 90, 1, 3650),
     partitionsAheadDays: int(env, 'PARTITIONS_AHEAD_DAYS', 3, 1, 60),
     lookupSummaryIntervalMs: int(env, 'LOOKUP_SUMMARY_INTERVAL_MS', 2_000, 0, 3_600_000),
