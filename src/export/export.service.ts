@@ -28,11 +28,12 @@ const INGEST_RECENT_MS = 250;
 const MAX_YIELD_MS = 2_000;
 /**
  * The COPY bytes one chunk may hold (its complete rows, at least one), besides EXPORT_CHUNK_ROWS:
- * 5,000 events of 29 KB would be 145 MB of COPY data, and as much again of lines. 4 MiB holds the
- * 5,000 rows of ordinary events (a few hundred bytes each) and 140 rows of the largest ones, so
- * the two formats hold a few megabytes per chunk whatever the events.
+ * 5,000 events of 29 KB would be 145 MB of COPY data, and as much again of lines. 3 MiB holds the
+ * 5,000 rows of ordinary events (a few hundred bytes each) and about 100 rows of the largest ones,
+ * so the two formats hold a few megabytes per chunk whatever the events. 4 MiB put the Parquet
+ * export's peak at the 64 MB bound in some runs (64–67 MB over idle); 3 MiB gave 50–61 MB.
  */
-export const EXPORT_CHUNK_BYTES = 4 * 1_048_576;
+export const EXPORT_CHUNK_BYTES = 3 * 1_048_576;
 /** The longest single pause of an export whose key is past its read budget (it then rechecks). */
 const MAX_BUDGET_PAUSE_MS = 1_000;
 
