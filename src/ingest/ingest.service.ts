@@ -126,16 +126,6 @@ export class IngestService {
     private readonly dedup: DedupRepository,
   ) {}
 
-  /**
-   * The batch's receive time, taken once the app's plan is ready: a plan's first compile (after a
-   * change or a restart) can take seconds, and the receive time starts the commit budget
-   * (commitWithinMs), which waiting for the compile must not use up.
-   */
-  private async receiveTime(appId: string, dryRun: DryRun | undefined): Promise<number> {
-    if (dryRun?.plan === undefined) await this.plans.active(appId);
-    return Date.now();
-  }
-
   async ingest(
     key: RequestKey,
     body: IngestBody,
@@ -146,7 +136,11 @@ export class IngestService {
     if (!dryRun) await this.checkEventRate(key.id, events.length);
 
     const appId = dryRun?.appId ?? key.appIds[0];
-    const receivedAt = await this.receiveTime(appId, dryRun);
+    // The plan that applies (a dry run's, else the app's), then the receive time: a plan's first
+    // compile (after a change or a restart) can take seconds, and the receive time starts the
+    // commit budget (commitWithinMs), which waiting for the compile must not use up.
+    const plan = dryRun?.plan ?? (await this.plans.active(appId));
+    const receivedAt = Date.now();
     const secret = await this.apps.piiSecret(appId);
     const testMode = key.mode === 'test';
     const skew = sentAt === null ? 0 : receivedAt - sentAt;
@@ -165,7 +159,7 @@ export class IngestService {
     const names = dryRun ? undefined : this.eventNames.forApp(appId, receivedAt);
 
     // The tracking plan, after the field rules and the PII guard; null when none applies.
-    const gate = await this.plans.gate<AcceptedEvent>(appId, validator, dryRun?.plan);
+    const gate = this.plans.gate<AcceptedEvent>(plan, validator);
     const toStore: AcceptedEvent[] = [];
     const seen = new Set<string>();
     let rejected = 0;

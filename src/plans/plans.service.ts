@@ -128,15 +128,10 @@ export class PlansService {
   }
 
   /**
-   * The gate that applies the app's plan (or `override`, for a dry run) to one request's events,
-   * reporting to `sink`; null when no plan applies, so that ingest pays nothing per event then.
+   * The gate that applies `plan` (the app's, from `active`, or a dry run's) to one request's
+   * events, reporting to `sink`; null when no plan applies, so that ingest pays nothing per event.
    */
-  async gate<E extends PlannedEvent>(
-    appId: string,
-    sink: IssueSink<E>,
-    override?: CompiledPlan,
-  ): Promise<PlanGate<E> | null> {
-    const plan = override ?? (await this.active(appId));
+  gate<E extends PlannedEvent>(plan: CompiledPlan | null, sink: IssueSink<E>): PlanGate<E> | null {
     return plan !== null && plan.active ? new PlanGate<E>(plan, sink) : null;
   }
 
