@@ -152,6 +152,7 @@ const STANDALONE_SECTIONS = [
   'export',
   'plans',
   'backup',
+  'authRefusals',
 ];
 
 function previousSection(name) {
@@ -172,6 +173,10 @@ const STANDALONE_MODES = {
   'noisy-neighbours': () =>
     import('./scenarios/noisy-neighbours.mjs').then((m) =>
       m.noisyNeighboursMain({ root: ROOT, log, quick: QUICK }),
+    ),
+  'auth-refusals': () =>
+    import('./scenarios/auth-refusals.mjs').then((m) =>
+      m.authRefusalsMain({ root: ROOT, log, quick: QUICK }),
     ),
   erasure: () =>
     import('./scenarios/erasure.mjs').then((m) =>

@@ -115,11 +115,6 @@ describe('lookups of unknown keys', () => {
   });
 });
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-}
-
 describe('unknown, revoked, expired and bad-checksum keys are answered alike', () => {
   // No address limit here: every refusal must be a 401 through the same path.
   const t = useTestApp({ AUTH_FAILURE_LIMIT: '1000000' });
@@ -129,40 +124,30 @@ describe('unknown, revoked, expired and bad-checksum keys are answered alike', (
     base = `http://127.0.0.1:${(t.http.address() as AddressInfo).port}`;
   });
 
-  it('the median answer times agree within noise over a few hundred requests', async () => {
+  // Whether the answer times of the kinds agree is a latency figure: `npm run bench --
+  // --auth-refusals` measures it. Here, each kind is answered alike and goes through the floor.
+  it('answers every kind of refused key with the same 401, no sooner than the refusal floor', async () => {
     const tenant = await makeTenant(t.app);
     const revoked = await makeApiKey(t.app, [tenant.appId]);
     await t.app.get(KeysService).revoke(revoked.id, TEST_ACTOR);
     const expired = await makeApiKey(t.app, [tenant.appId], ['events:read'], 1);
     await t.db.query(`UPDATE keys SET expires_at = now() - interval '1 second' WHERE id = $1`, [expired.id]);
-    // Each kind in turn, so that load on the machine falls on all of them alike. A new forged key
-    // each time, so that every unknown key costs a database lookup.
     const kinds: Record<string, () => string> = {
       unknown: () => forged('api'),
       badChecksum: () => badChecksum('api'),
       revoked: () => revoked.key,
       expired: () => expired.key,
     };
-    const times: Record<string, number[]> = { unknown: [], badChecksum: [], revoked: [], expired: [] };
-    for (let round = 0; round < 80; round++) {
-      for (const [kind, key] of Object.entries(kinds)) {
-        const started = performance.now();
-        const res = await request(base)
-          .get('/api/v1/events')
-          .query({ appId: tenant.appId })
-          .set(bearer(key()));
-        times[kind].push(performance.now() - started);
-        expectProblem(res, 401, 'invalid_key');
-      }
+    const bodies = new Set<string>();
+    for (const [kind, key] of Object.entries(kinds)) {
+      // The server waits out the floor before it answers, so no refusal can come sooner.
+      const started = performance.now();
+      const res = await request(base).get('/api/v1/events').query({ appId: tenant.appId }).set(bearer(key()));
+      expect({ kind, fast: performance.now() - started < REFUSAL_FLOOR_MS }).toEqual({ kind, fast: false });
+      expectProblem(res, 401, 'invalid_key');
+      const { requestId: _requestId, ...body } = res.body as Record<string, unknown>;
+      bodies.add(JSON.stringify(body));
     }
-    const medians = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
-    const values = Object.values(medians);
-    // Not vacuous: every kind went through the refusal floor (without it they answer in about a
-    // millisecond, the lookup of an unknown key in about two).
-    for (const value of values) expect(value).toBeGreaterThanOrEqual(REFUSAL_FLOOR_MS);
-    // Generous on a loaded machine, yet tight enough to catch the lookup of an unknown key, which
-    // takes about twice as long as a refusal from memory when nothing pads the answers.
-    const ratio = Math.max(...values) / Math.min(...values);
-    expect({ medians, ratio: ratio <= 1.3 }).toEqual({ medians, ratio: true });
+    expect(bodies.size).toBe(1);
   });
 });

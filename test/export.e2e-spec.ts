@@ -250,6 +250,8 @@ describe('GET /api/v1/export', () => {
     const reads = jest.spyOn(t.app.get(ExportRepository), 'copyChunk');
     try {
       const req = await openPaused(`/api/v1/export?appId=${appId}&from=${base}&to=${base + HOUR}`, key);
+      // A second of a client that reads nothing: an export that ignored the socket's backpressure
+      // reads all 120 chunks in well under that.
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const whilePaused = reads.mock.calls.length;
       expect(whilePaused).toBeGreaterThan(0);
@@ -264,6 +266,7 @@ describe('GET /api/v1/export', () => {
       );
       expect(next.status).toBe(200);
       const total = reads.mock.calls.length;
+      // Time for a reader left running after its connection closed to show itself.
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(reads.mock.calls.length).toBe(total);
     } finally {
@@ -476,6 +479,7 @@ describe('GET /api/v1/export', () => {
     for (let attempt = 0; attempt < 200; attempt++) {
       const res = await send();
       if (res.status !== 429) return res;
+      // Pacing between attempts, not a condition.
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
     throw new Error('the previous export never released its slot');

@@ -3,6 +3,8 @@ import { makeTenant, postIngest } from './factories';
 import { startTestApp, TestApp, useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
 import { listen, startUpload } from './support/uploads';
+import { waitFor } from './support/harness';
+import { IngestBodyReader } from '@app/ingest/ingest-body.reader';
 
 type Tenant = Awaited<ReturnType<typeof makeTenant>>;
 
@@ -198,8 +200,8 @@ describe('INGEST_MAX_INFLIGHT_BYTES', () => {
   /** A request that sends `sent` of `declared` body bytes and then waits, holding them. */
   async function holdOpen(key: string, declared: number, sent: number): Promise<ClientRequest> {
     const { req } = startUpload(port, key, declared, sent);
-    // Give the server time to authenticate and read what was sent.
-    await new Promise((r) => setTimeout(r, 300));
+    // Until the server has authenticated the request and read what was sent.
+    await waitFor(() => t.app.get(IngestBodyReader).inFlightBytes >= sent, { what: 'the held bytes' });
     return req;
   }
 
@@ -220,7 +222,7 @@ describe('INGEST_MAX_INFLIGHT_BYTES', () => {
 
     // The held request ends (here: its client goes away), and its bytes are given back.
     held.destroy();
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(() => t.app.get(IngestBodyReader).inFlightBytes === 0, { what: 'the bytes given back' });
     const accepted = await post(t, tenant.liveKey, body);
     expect(accepted.status).toBe(200);
     expect(accepted.body).toMatchObject({ received: 30, accepted: 30 });

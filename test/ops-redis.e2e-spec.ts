@@ -5,6 +5,7 @@ import request from 'supertest';
 import { RedisRateLimitStore } from '@app/common/rate-limit/redis-rate-limit.store';
 import { RateLimitStore } from '@app/common/rate-limit/rate-limit.store';
 import { bearer, makeTenant } from './factories';
+import { waitFor } from './support/harness';
 import { startTestApp, TestApp } from './support/test-app';
 
 // The local Redis of this machine (and of CI). Every run uses its own key prefix and removes
@@ -59,16 +60,20 @@ describe('Redis rate-limit store', () => {
     expect(first.resetMs).toBeGreaterThan(59_000);
     expect(first.resetMs).toBeLessThanOrEqual(60_000);
     const pttlAfterFirst = await admin.pttl(`${prefix}rl:window`);
-    await new Promise((r) => setTimeout(r, 50));
+    // Once Redis's clock has moved on, a later hit that restarted the window would show as a longer TTL.
+    await waitFor(async () => (await admin.pttl(`${prefix}rl:window`)) < pttlAfterFirst, {
+      what: 'the TTL to fall',
+    });
+    const before = await admin.pttl(`${prefix}rl:window`);
     await s.hit('window', 1, 60_000);
-    expect(await admin.pttl(`${prefix}rl:window`)).toBeLessThan(pttlAfterFirst);
+    expect(await admin.pttl(`${prefix}rl:window`)).toBeLessThanOrEqual(before);
   });
 
   it('resets the counter when the window ends', async () => {
     const s = await store();
     expect((await s.hit('short', 3, 150)).count).toBe(3);
     expect(await admin.get(`${prefix}rl:short`)).toBe('3');
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor(async () => (await admin.exists(`${prefix}rl:short`)) === 0, { what: 'the window to end' });
     expect(await s.peek('short')).toEqual({ count: 0, resetMs: 0 });
     expect((await s.hit('short', 1, 150)).count).toBe(1);
   });

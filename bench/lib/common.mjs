@@ -47,6 +47,8 @@ export const { values: flags } = parseArgs({
     attacker: { type: 'string' },
     // One key's expensive reads or stalled uploads against another app (noisy-neighbours.mjs).
     'noisy-neighbours': { type: 'boolean', default: false },
+    // Whether a refused key's answer time tells the kind of refusal (auth-refusals.mjs).
+    'auth-refusals': { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
     // The ingest cost of the event-name bound alone (bench/scenarios/name-bound.mjs).
     'name-bound': { type: 'boolean', default: false },

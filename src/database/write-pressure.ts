@@ -1,8 +1,8 @@
 /**
  * Whether this instance's ingest is writing now. Ingest notes each statement it starts; bulk work
  * that would compete with it for the database (the export) asks before each piece and yields.
- * The database's cores are what ingest and an export share: on a 2-core machine an export that
- * reads as fast as it can took more than a third of another app's ingest rate.
+ * The database's cores are what ingest and an export share, so an export that reads as fast as
+ * it can takes a large part of other apps' ingest rate (docs/performance.md).
  */
 export class WritePressure {
   private lastWriteAt = Number.NEGATIVE_INFINITY;

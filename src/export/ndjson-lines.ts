@@ -16,9 +16,9 @@ import type { ExportUserKeys } from './export-user-keys';
  * escaped as JSON.stringify escapes them; integers are written digit by digit; the ids of a
  * whole chunk are sealed in one cipher call and written in at the end.
  *
- * Writing the JSON here rather than in SQL is the cheaper side by far: PostgreSQL spent about
- * 3.6 µs of its 4.4 µs per exported event building the text (to_json per column, numeric
- * epochs, a string concatenation per field), and the binary columns are half as many bytes.
+ * The JSON is written here rather than in SQL: building the text in PostgreSQL (to_json per
+ * column, numeric epochs, a concatenation per field) was most of its CPU per exported event, and
+ * the binary columns are half as many bytes (docs/performance.md).
  */
 
 /** Where a line's id starts: after `{"id":"`. */

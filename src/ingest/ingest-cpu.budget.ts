@@ -7,9 +7,9 @@ import { KeyTurns } from '@app/common/rate-limit/key-turns';
 /**
  * Reading a body costs the server more than the request's own code shows: Node's socket reads
  * and HTTP parser, the stream's chunks, and collecting the garbage of the parsed events. That
- * work runs outside any one request's code, so it is charged per decoded byte instead, at the
- * rate measured on a 2-core machine (about 11 ms of server CPU for a 950 KB batch, of which
- * parsing and validation are 2 to 3 ms).
+ * work runs outside any one request's code, so it is charged per decoded byte instead, at a
+ * rate taken from the server's measured CPU per body byte (docs/performance.md, "Figures behind
+ * the code").
  */
 export const BODY_BYTES_PER_CPU_MS = 128 * 1024;
 

@@ -13,10 +13,10 @@ function dayName(day: Date): string {
 
 /**
  * The user, session and event-name lookups of a day that ingest still writes: a BRIN index whose
- * summary of each 8-page block range (about 280 events of 250 bytes) holds a bloom filter of the
+ * summary of each 8-page block range (a few hundred events) holds a bloom filter of the
  * range's session ids, one of its user ids, one of its event names, and the range's first and
  * last `received_at`. A B-tree per filter would cost every insert a descent and a leaf write
- * (the eventName one alone cost about a sixth of PostgreSQL's CPU per event); days that have
+ * (docs/performance.md); days that have
  * ended get those B-trees instead. A name in most ranges is read from the newest-first index,
  * which finds a page of it after a few rows; the bloom filter serves the rare names. An insert into
  * a range that is not summarized yet costs a look in the range map and nothing else; the
@@ -26,10 +26,9 @@ function dayName(day: Date): string {
  * false-positive rate, since ids are nearly unique within a range; fewer bits fill the filters
  * and make most ranges match.
  *
- * 8 pages rather than 16: an id whose events are spread over the whole day matches a range per
- * event, and its read rechecks all of their rows. On a 3.4-million-event day, a user with 753
- * such events took 124–136 ms at 16 pages and 64–85 ms at 8; ids with tens of events took
- * 12–19 ms either way (docs/performance.md).
+ * 8 pages per range rather than 16: an id whose events are spread over the whole day matches a
+ * range per event, and its read rechecks all of their rows, so smaller ranges recheck fewer
+ * (the figures are in docs/performance.md, "Figures behind the code").
  *
  * `received_at` is there for the planner. It costs a BRIN scan by the best correlation between
  * heap order and an indexed column that the query names, and session and user ids have none, so

@@ -1,9 +1,20 @@
 import { KeyTurns } from './key-turns';
 
-const tick = () => new Promise((resolve) => setImmediate(resolve));
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Whether `promise` has settled once the microtasks queued so far have run. */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void promise.then(() => (done = true));
+  await Promise.resolve();
+  await Promise.resolve();
+  return done;
+}
 
 describe('KeyTurns', () => {
+  // Jest's fake clock drives setTimeout, setImmediate and performance.now alike, so the pauses
+  // are checked to the millisecond instead of against the machine's timers.
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
   it('gives a key one turn at a time, in arrival order; other keys do not wait', async () => {
     const turns = new KeyTurns();
     const order: string[] = [];
@@ -12,17 +23,18 @@ describe('KeyTurns', () => {
     const third = turns.take('a').then(() => order.push('a3'));
     await turns.take('b');
     order.push('b1');
-    await tick();
+    await jest.runOnlyPendingTimersAsync();
     expect(order).toEqual(['b1']);
     turns.release('a');
+    await jest.runOnlyPendingTimersAsync();
     await second;
     expect(order).toEqual(['b1', 'a2']);
     turns.release('a');
+    await jest.runOnlyPendingTimersAsync();
     await third;
     turns.release('a');
     turns.release('b');
     expect(order).toEqual(['b1', 'a2', 'a3']);
-    await sleep(5);
     expect(turns.size).toBe(0);
   });
 
@@ -33,6 +45,7 @@ describe('KeyTurns', () => {
     const next = turns.take('k').then(() => order.push('next request of the key'));
     setImmediate(() => order.push('another app'));
     turns.release('k');
+    await jest.runOnlyPendingTimersAsync();
     await next;
     expect(order).toEqual(['another app', 'next request of the key']);
     turns.release('k');
@@ -42,15 +55,16 @@ describe('KeyTurns', () => {
     const turns = new KeyTurns();
     await turns.take('k');
     turns.release('k', 20, 0.25);
-    const started = performance.now();
-    await turns.take('k');
-    // 60 ms of pause; timers may fire a little early or late.
-    expect(performance.now() - started).toBeGreaterThanOrEqual(55);
+    const waiting = turns.take('k');
+    await jest.advanceTimersByTimeAsync(59);
+    expect(await settled(waiting)).toBe(false);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(await settled(waiting)).toBe(true);
+    // Without a cost there is no pause: the next turn comes on the next turn of the event loop.
     turns.release('k', 0, 0.25);
-    // Without a cost there is no pause.
-    const again = performance.now();
-    await turns.take('k');
-    expect(performance.now() - again).toBeLessThan(50);
+    const again = turns.take('k');
+    await jest.advanceTimersByTimeAsync(0);
+    expect(await settled(again)).toBe(true);
     turns.release('k');
     expect(turns.size).toBe(0);
   });
@@ -60,11 +74,12 @@ describe('KeyTurns', () => {
     await turns.take('k');
     turns.release('k', 10_000, 0.001);
     expect(turns.size).toBe(1);
-    const waited = turns.take('k', performance.now() + 1_000);
-    // Taken as if a second later: the pause is over, so the turn is given at once.
-    await expect(Promise.race([waited.then(() => 'given'), sleep(50).then(() => 'waiting')])).resolves.toBe(
-      'given',
-    );
+    await jest.advanceTimersByTimeAsync(999);
+    expect(turns.size).toBe(1);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(turns.size).toBe(0);
+    // Taken once the pause is over, the turn is given at once.
+    expect(await settled(turns.take('k'))).toBe(true);
     turns.release('k');
     expect(turns.size).toBe(0);
   });
