@@ -7,7 +7,7 @@ import prettier from 'eslint-config-prettier';
  * may import; an import of any other folder of src/ fails lint. Imports go through `@app/…`,
  * so a relative `../` import is refused everywhere in src/.
  */
-const SRC_FOLDERS = [
+export const SRC_FOLDERS = [
   'config',
   'common',
   'database',
@@ -25,7 +25,7 @@ const SRC_FOLDERS = [
   'privacy',
 ];
 const FOUNDATION = ['config', 'common', 'database'];
-const ALLOWED_IMPORTS = {
+export const ALLOWED_IMPORTS = {
   config: [],
   common: ['config', 'database'],
   database: ['config'],
