@@ -45,7 +45,9 @@ function commentLines(text: string): string[] {
 function envEntry(setting: Setting<unknown>): string[] {
   const fallback = setting.default;
   if (fallback instanceof Derived) {
-    const comment = `${plain(setting.doc)} Default: ${plain(fallback.doc)}.`;
+    // A doc that explains its default already says it in full.
+    const said = setting.doc.includes('Default:');
+    const comment = said ? plain(setting.doc) : `${plain(setting.doc)} Default: ${plain(fallback.doc)}.`;
     return [...commentLines(comment), `#${setting.env}=${fallback.example}`];
   }
   const value = fallback === undefined ? '' : String(fallback);

@@ -45,6 +45,13 @@ export function defaultIngestCpuMsPerSecond(cores: number): number {
  * Every environment variable the service and the CLI read, in the order of `.env.example` and the
  * docs. `AppConfig` is this table's values; `loadConfig` reads it top to bottom, so of several bad
  * variables the first one here is named.
+ *
+ * A new variable is one more row: its property name (the `AppConfig` key), `env`, `group`, a
+ * parser from ./parsers (`optional(…)` when it may stay unset), its `default` (a value, or
+ * `derived(…)` when it depends on other rows or on the machine) and a one-line `doc`. A class reads
+ * it through `@Inject(APP_CONFIG) config: ConfigSlice<'theKey'>`. A rule between two settings
+ * goes in CHECKS (./config). Then `npm run config:docs` rewrites `.env.example` and the tables of
+ * docs/operations.md.
  */
 export const SETTINGS = {
   // HTTP and process
