@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
 import { RateLimitStore, retryAfterSeconds, WindowCount } from '@app/common/rate-limit/rate-limit.store';
 import { bearerToken } from './authenticated-request';
@@ -33,7 +33,7 @@ export class AuthFailureLimiter {
 
   constructor(
     private readonly store: RateLimitStore,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'authFailureLimit'>,
   ) {}
 
   private key(req: Request): string {

@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { PgListener } from '@app/common/pg-listener';
 import { KEY_REVOKED_CHANNEL } from './key.repository';
 
@@ -15,7 +15,7 @@ export interface RevocationHandlers {
 export class KeyRevocationRepository {
   private readonly listener: PgListener;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+  constructor(@Inject(APP_CONFIG) config: ConfigSlice<'databaseUrl'>) {
     this.listener = new PgListener(config.databaseUrl, [KEY_REVOKED_CHANNEL], 'KeyRevocation');
   }
 

@@ -1,4 +1,4 @@
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { Inject, Injectable } from '@app/common/di';
 import { AppsService } from './apps.service';
 import { KeyEntity } from './key.entity';
@@ -27,7 +27,7 @@ export class KeyVerifier {
   constructor(
     private readonly keys: KeyRepository,
     private readonly apps: AppsService,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'keyCacheTtlMs'>,
   ) {}
 
   /**

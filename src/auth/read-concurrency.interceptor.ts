@@ -2,7 +2,7 @@ import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } fr
 import type { Request } from 'express';
 import { Observable, finalize } from 'rxjs';
 import { requestKey } from './authenticated-request';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
 import { KeyTimeBudgets } from '@app/common/rate-limit/time-budget';
 
@@ -34,7 +34,8 @@ export class ReadSlots extends KeyTimeBudgets {
 export class ReadConcurrencyInterceptor implements NestInterceptor {
   constructor(
     private readonly slots: ReadSlots,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG)
+    private readonly config: ConfigSlice<'readMaxConcurrentPerKey' | 'readTimeMsPerSecond'>,
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {

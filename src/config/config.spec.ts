@@ -1,4 +1,6 @@
 import { ConfigError, defaultIngestCpuMsPerSecond, defaultWriteConcurrency, loadConfig } from './config';
+import { Derived } from './setting';
+import { SETTINGS } from './settings';
 
 describe('loadConfig', () => {
   it('has the documented defaults', () => {
@@ -124,5 +126,39 @@ describe('INGEST_CPU_MS_PER_SECOND default', () => {
     expect(defaultIngestCpuMsPerSecond(2)).toBe(125);
     expect(defaultIngestCpuMsPerSecond(4)).toBe(250);
     expect(defaultIngestCpuMsPerSecond(64)).toBe(250);
+  });
+});
+
+describe('the settings table', () => {
+  it('derives a default only from settings read before it', () => {
+    const keys = Object.keys(SETTINGS);
+    Object.values(SETTINGS).forEach((setting, index) => {
+      if (!(setting.default instanceof Derived)) return;
+      for (const used of setting.default.uses) {
+        expect(keys.indexOf(used)).toBeGreaterThanOrEqual(0);
+        expect(keys.indexOf(used)).toBeLessThan(index);
+      }
+    });
+  });
+
+  it('names, of several bad variables, the first in the table', () => {
+    expect(() => loadConfig({ EXPORT_CHUNK_ROWS: '0', RATE_WINDOW_MS: 'x', PORT: 'abc' })).toThrow(
+      'Invalid configuration: PORT must be an integer, got "abc"',
+    );
+    expect(() => loadConfig({ EXPORT_CHUNK_ROWS: '0', RATE_WINDOW_MS: 'x' })).toThrow(
+      'Invalid configuration: RATE_WINDOW_MS must be an integer, got "x"',
+    );
+  });
+
+  it('keeps the messages of the rules between settings', () => {
+    expect(() => loadConfig({ INGEST_MAX_BYTES: '8192', INGEST_MAX_INFLIGHT_BYTES: '4096' })).toThrow(
+      'Invalid configuration: INGEST_MAX_INFLIGHT_BYTES must be at least INGEST_MAX_BYTES (8192), got 4096',
+    );
+    expect(() => loadConfig({ EVENT_RETENTION_DAYS: '7' })).toThrow(
+      'Invalid configuration: EVENT_RETENTION_DAYS must be greater than INGEST_MAX_EVENT_AGE_DAYS (7), got 7',
+    );
+    expect(() => loadConfig({ DATABASE_POOL_SIZE: '3', INGEST_WRITE_CONCURRENCY: '4' })).toThrow(
+      'Invalid configuration: INGEST_WRITE_CONCURRENCY must not exceed DATABASE_POOL_SIZE (3), got 4',
+    );
   });
 });

@@ -7,7 +7,7 @@ import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/op
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
 import { requestKey } from '@app/auth/authenticated-request';
 import { ReadSlots } from '@app/auth/read-concurrency.interceptor';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { ExportEndpoint } from './export-endpoint.decorator';
 import { type BodyPiece, ndjsonBody, parquetBody, writeBody } from './export-body';
 import { ExportQueryDto } from './export-query.dto';
@@ -53,7 +53,7 @@ export class ExportController {
   constructor(
     private readonly exports: ExportService,
     private readonly readSlots: ReadSlots,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'exportIdleTimeoutMs' | 'readTimeMsPerSecond'>,
   ) {}
 
   @Get()

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { normaliseAppId } from '@app/common/ids';
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { parseInstant } from '@app/common/reads/time-params';
@@ -129,7 +129,8 @@ export class ExportService {
   private readonly slots: ExportSlots;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG)
+    private readonly config: ConfigSlice<'exportChunkRows' | 'exportMaxConcurrent' | 'exportSettleMs'>,
     private readonly repository: ExportRepository,
     private readonly secrets: CursorSecretRepository,
     // Absent in the CLI, whose process ingests nothing.

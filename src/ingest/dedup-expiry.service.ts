@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { HOUR_MS } from '@app/common/time';
 import { DedupRepository } from './dedup.repository';
 import { dedupWindowMs } from './ingest.limits';
@@ -15,7 +15,7 @@ export class DedupExpiryService {
 
   constructor(
     private readonly dedup: DedupRepository,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'ingestMaxEventAgeDays'>,
   ) {}
 
   @Interval('dedup-expiry', HOUR_MS)

@@ -1,5 +1,5 @@
 import { Logger, Provider } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import { EventNameBound, NAMES_REFRESH_MS } from './event-name-bound';
 import { EventNameRepository } from './event-name.repository';
@@ -8,7 +8,11 @@ import { EventNameRepository } from './event-name.repository';
 export const EVENT_NAME_BOUND_PROVIDER: Provider = {
   provide: EventNameBound,
   inject: [APP_CONFIG, EventNameRepository, MetricsService],
-  useFactory: (config: AppConfig, repository: EventNameRepository, metrics: MetricsService) => {
+  useFactory: (
+    config: ConfigSlice<'ingestMaxEventNamesPerDay' | 'ingestMaxEventAgeDays'>,
+    repository: EventNameRepository,
+    metrics: MetricsService,
+  ) => {
     const logger = new Logger(EventNameBound.name);
     return new EventNameBound(
       {

@@ -5,8 +5,8 @@ import { pipeline, Readable, Transform, TransformCallback } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import getRawBody from 'raw-body';
 import { AppError } from '@app/common/app-error';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
-import { batchTooLarge } from './ingest-errors';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
+import { BatchLimits, batchTooLarge } from './ingest-errors';
 import { CpuMeter } from './ingest-cpu.budget';
 
 export interface IngestBody {
@@ -141,7 +141,7 @@ class BudgetMeter extends Transform {
 }
 
 /** Maps what the read pipeline failed with to the answer the client gets. */
-function readError(err: unknown, config: AppConfig, limit: number): AppError {
+function readError(err: unknown, config: BatchLimits, limit: number): AppError {
   if (err instanceof AppError) return err;
   const e = err as { type?: string; received?: number; code?: string };
   if (e.type === 'entity.too.large') {
@@ -182,7 +182,16 @@ export class IngestBodyReader {
   /** The same, per key: one key may hold at most INGEST_MAX_INFLIGHT_BYTES_PER_KEY of it. */
   private readonly inFlightByKey = new Map<string, number>();
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(
+    @Inject(APP_CONFIG)
+    private readonly config: BatchLimits &
+      ConfigSlice<
+        | 'ingestMaxInflightBytes'
+        | 'ingestMaxInflightBytesPerKey'
+        | 'ingestBodyIdleMs'
+        | 'ingestBodyMinBytesPerSecond'
+      >,
+  ) {}
 
   /** Decoded body bytes held right now (reported by /metrics). */
   get inFlightBytes(): number {

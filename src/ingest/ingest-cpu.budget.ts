@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
 import { KeyTimeBudgets } from '@app/common/rate-limit/time-budget';
 import { KeyTurns } from '@app/common/rate-limit/key-turns';
@@ -85,7 +85,7 @@ export class CpuMeter {
 export class IngestCpuBudgets extends KeyTimeBudgets {
   private readonly turns = new KeyTurns();
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
+  constructor(@Inject(APP_CONFIG) private readonly config: ConfigSlice<'ingestCpuMsPerSecond'>) {
     super((msPerSecond) => msPerSecond);
   }
 

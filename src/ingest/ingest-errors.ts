@@ -1,6 +1,9 @@
 import { AppError } from '@app/common/app-error';
-import type { AppConfig } from '@app/config/config';
+import type { ConfigSlice } from '@app/config/config';
 import { maxEventsPerRequest } from './ingest.limits';
+
+/** The settings a 413 reports. */
+export type BatchLimits = ConfigSlice<'ingestMaxEvents' | 'ingestRateEvents' | 'ingestMaxBytes'>;
 
 /**
  * 413 with what an SDK needs to split the batch: the limits, and what this request held.
@@ -8,7 +11,7 @@ import { maxEventsPerRequest } from './ingest.limits';
  * (decoded) size at which reading stopped, so the true size is at least that.
  */
 export function batchTooLarge(
-  config: AppConfig,
+  config: BatchLimits,
   received: { events: number | null; bytes: number },
   detail: string,
   headers?: Record<string, string>,

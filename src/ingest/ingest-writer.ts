@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { isTransientDatabaseError } from '@app/database/transient-error';
 import { WritePressure } from '@app/database/write-pressure';
 import { MetricsService } from '@app/common/metrics/metrics.service';
@@ -27,7 +27,10 @@ export class IngestWriter {
   private readonly commitWithinMs: number;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG)
+    private readonly config: ConfigSlice<
+      'ingestWriteConcurrency' | 'ingestWriteMaxEvents' | 'ingestMaxEventAgeDays' | 'exportSettleMs'
+    >,
     private readonly repository: IngestRepository,
     private readonly metrics: MetricsService,
     private readonly pressure: WritePressure,

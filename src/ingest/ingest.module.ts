@@ -1,5 +1,5 @@
 import { Inject, Module, OnModuleInit } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import { AuthModule } from '@app/auth/auth.module';
 import { MetricsModule } from '@app/common/metrics/metrics.module';
@@ -47,7 +47,7 @@ export class IngestModule implements OnModuleInit {
   constructor(
     private readonly metrics: MetricsService,
     private readonly reader: IngestBodyReader,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'ingestMaxInflightBytes'>,
   ) {}
 
   onModuleInit(): void {

@@ -1,7 +1,7 @@
 import { DEFAULT_TIME_ZONE } from '@app/common/timezones';
 import { Inject, Injectable } from '@nestjs/common';
 import { AppError, FieldError } from '@app/common/app-error';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { AppsService } from '@app/auth/apps.service';
 import type { RequestKey } from '@app/auth/authenticated-request';
 import { RateLimitStore, retryAfterSeconds } from '@app/common/rate-limit/rate-limit.store';
@@ -10,7 +10,7 @@ import { UserSuppressions } from '@app/common/suppressions/user-suppressions';
 import { EventValidator } from './event-validator';
 import type { IngestBody } from './ingest-body.reader';
 import { CpuMeter } from './ingest-cpu.budget';
-import { batchTooLarge } from './ingest-errors';
+import { BatchLimits, batchTooLarge } from './ingest-errors';
 import { CLOCK_SKEW_TOLERANCE_MS, dedupWindowMs, maxEventsPerRequest } from './ingest.limits';
 import { IngestWriter } from './ingest-writer';
 import type { AcceptedEvent, IngestResult } from './ingest.types';
@@ -60,7 +60,7 @@ interface Envelope {
 }
 
 /** Checks the batch envelope: 400 with field errors, or 413 for too many events. */
-function parseEnvelope(value: unknown, bytes: number, config: AppConfig): Envelope {
+function parseEnvelope(value: unknown, bytes: number, config: BatchLimits): Envelope {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw invalidBody([{ field: 'body', code: 'invalid_type', message: 'The body must be a JSON object.' }]);
   }
@@ -114,7 +114,15 @@ function invalidBody(errors: FieldError[]): AppError {
 @Injectable()
 export class IngestService {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG)
+    private readonly config: BatchLimits &
+      ConfigSlice<
+        | 'ingestMaxEventAgeDays'
+        | 'ingestMaxEventBytes'
+        | 'piiPolicy'
+        | 'ingestMaxErrorsListed'
+        | 'rateWindowMs'
+      >,
     private readonly limits: RateLimitStore,
     private readonly apps: AppsService,
     private readonly writer: IngestWriter,

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { AppsService } from '@app/auth/apps.service';
 import { DEFAULT_TIME_ZONE } from '@app/common/timezones';
 import type { CursorPosition } from '@app/common/reads/cursor';
@@ -65,7 +65,7 @@ type NextChunk = CursorPosition | null | 'end';
 @Injectable()
 export class QuarantineReplayService {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'ingestMaxEventAgeDays' | 'exportSettleMs'>,
     private readonly plans: PlansService,
     private readonly quarantine: QuarantineRepository,
     private readonly events: IngestRepository,

@@ -7,7 +7,7 @@ import { ReadDatabase } from '@app/database/read-database';
 import { RateLimitStoreModule } from '@app/common/rate-limit/rate-limit.module';
 import { MetricsModule } from '@app/common/metrics/metrics.module';
 import { MetricsService, PoolStats } from '@app/common/metrics/metrics.service';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { DrainState } from './drain-state';
 import { HttpMetricsMiddleware } from './http-metrics.middleware';
 import { HealthController } from './health.controller';
@@ -34,7 +34,7 @@ export class OpsModule implements NestModule, OnModuleInit {
     @InjectDataSource(READ_DATA_SOURCE) private readonly read: DataSource,
     private readonly readiness: ReadinessService,
     private readonly readDatabase: ReadDatabase,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'readMaxLagMs' | 'rollupIntervalSeconds'>,
   ) {}
 
   onModuleInit(): void {

@@ -1,9 +1,8 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { HealthCheckService, HealthIndicatorService, TypeOrmHealthIndicator } from '@nestjs/terminus';
 import type { HealthCheckResult, HealthIndicatorFunction } from '@nestjs/terminus';
 import { DataSource } from 'typeorm';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
 import { ReadDatabase, ReadTarget } from '@app/database/read-database';
 import { RateLimitStore } from '@app/common/rate-limit/rate-limit.store';
@@ -48,7 +47,6 @@ export class ReadinessService {
     private readonly read: ReadDatabase,
     private readonly store: RateLimitStore,
     private readonly drain: DrainState,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   private checks(): HealthIndicatorFunction[] {

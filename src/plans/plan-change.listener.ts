@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { PgListener } from '@app/common/pg-listener';
 import { PLAN_CHANGED_CHANNEL } from './plans.repository';
 import { PlansService } from './plans.service';
@@ -14,7 +14,7 @@ export class PlanChangeListener implements OnApplicationBootstrap, OnApplication
   private readonly channel: PgListener;
 
   constructor(
-    @Inject(APP_CONFIG) config: AppConfig,
+    @Inject(APP_CONFIG) config: ConfigSlice<'databaseUrl'>,
     private readonly plans: PlansService,
   ) {
     this.channel = new PgListener(

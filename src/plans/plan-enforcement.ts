@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import type { PlanGate, Rejection } from './plan-gate';
 import { QualityService } from './quality.service';
@@ -10,7 +10,7 @@ import type { QuarantineEvent } from './quarantine.types';
 @Injectable()
 export class PlanEnforcement {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'quarantineMaxEventsPerDay'>,
     private readonly quarantine: QuarantineRepository,
     private readonly metrics: MetricsService,
     private readonly quality: QualityService,

@@ -5,7 +5,7 @@ import { CursorSecretRepository } from '@app/common/reads/cursor-secret.reposito
 import { cursorPosition } from '@app/common/reads/signed-cursor';
 import { presentEventId } from '@app/common/event-ids';
 import { DAY_MS, HOUR_MS, utcDateString } from '@app/common/time';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import type { QuarantineRecord } from './quarantine.dto';
 import { QuarantineRepository } from './quarantine.repository';
 import type { QuarantineFilters, QuarantineRow } from './quarantine.types';
@@ -48,7 +48,7 @@ export class QuarantineService implements OnApplicationBootstrap {
   private readonly logger = new Logger('Quarantine');
   constructor(
     private readonly quarantine: QuarantineRepository,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'quarantineDays'>,
     private readonly secrets: CursorSecretRepository,
   ) {}
 

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { AuditService } from '@app/audit/audit.service';
 import { KeysService } from '@app/auth/keys.service';
 import { AppsService } from '@app/auth/apps.service';
@@ -38,7 +38,7 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
   private started = false;
 
   constructor(
-    @Inject(APP_CONFIG) config: AppConfig,
+    @Inject(APP_CONFIG) config: ConfigSlice<'databaseUrl' | 'erasureLedgerPath' | 'erasurePausePercent'>,
     private readonly deletions: DeletionRepository,
     @Inject(ERASURE_STEPS) steps: ErasureSteps,
     metrics: PrivacyMetrics,

@@ -8,7 +8,7 @@ import { localDateString, localDatesOverlapping, localDayBounds, localDayStart }
 import { assertTimeZone } from '@app/auth/timezone-validation';
 import { AuditService } from '@app/audit/audit.service';
 import type { AuditActor } from '@app/audit/audit.types';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { AppDay, LocalDayTarget, RollupComputationRepository } from './rollup-computation.repository';
 import { AppZones, RezoneRepository } from './rezone.repository';
 
@@ -51,7 +51,8 @@ export class RezoneService {
   constructor(
     private readonly computation: RollupComputationRepository,
     private readonly rezone: RezoneRepository,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG)
+    private readonly config: ConfigSlice<'eventRetentionDays' | 'ingestMaxEventNamesPerDay'>,
     private readonly audit: AuditService,
   ) {}
 

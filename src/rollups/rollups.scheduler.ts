@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import { startJob } from '@app/common/jobs';
 import { RollupsService } from './rollups.service';
@@ -18,7 +18,7 @@ export class RollupsScheduler implements OnApplicationBootstrap {
 
   constructor(
     private readonly rollups: RollupsService,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'rollupsEnabled' | 'rollupIntervalSeconds'>,
     @Optional() private readonly registry?: SchedulerRegistry,
     @Optional() private readonly metrics?: MetricsService,
   ) {}

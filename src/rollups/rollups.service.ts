@@ -5,7 +5,7 @@ import { AppError } from '@app/common/app-error';
 import { utcDateString } from '@app/common/time';
 import { localDateString } from '@app/common/timezones';
 import { normaliseAppId, UUID } from '@app/common/ids';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { addDays, daySpan } from '@app/common/reads/time-params';
 import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
@@ -90,7 +90,10 @@ export class RollupsService implements BeforeApplicationShutdown {
   constructor(
     private readonly rollups: RollupRepository,
     private readonly computation: RollupComputationRepository,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG)
+    private readonly config: ConfigSlice<
+      'eventRetentionDays' | 'ingestMaxEventNamesPerDay' | 'rollupsMaxRows'
+    >,
     private readonly rezone: RezoneService,
     private readonly secrets: CursorSecretRepository,
   ) {}

@@ -9,7 +9,7 @@ import {
 } from '@nestjs/common';
 import { Interval, SchedulerRegistry } from '@nestjs/schedule';
 import { BackgroundJob, startJob } from '@app/common/jobs';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { filledRangesEnd, PartitionRepository } from './partition.repository';
 
 /**
@@ -33,7 +33,10 @@ export class PartitionMaintenanceService implements OnApplicationBootstrap, OnAp
 
   constructor(
     private readonly partitions: PartitionRepository,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG)
+    private readonly config: ConfigSlice<
+      'eventRetentionDays' | 'ingestMaxEventAgeDays' | 'lookupSummaryIntervalMs' | 'partitionsAheadDays'
+    >,
     @Optional() private readonly registry?: SchedulerRegistry,
   ) {}
 

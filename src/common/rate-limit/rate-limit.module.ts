@@ -1,6 +1,6 @@
 import { Inject, Module, OnApplicationShutdown } from '@nestjs/common';
 import { ThrottlerModule } from '@nestjs/throttler';
-import { APP_CONFIG, AppConfig } from '@app/config/config';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { MemoryRateLimitStore, RateLimitStore } from './rate-limit.store';
 import { RedisRateLimitStore } from './redis-rate-limit.store';
 import { ThrottlerStorageAdapter } from './throttler-storage.adapter';
@@ -11,7 +11,7 @@ export const READ_THROTTLER = 'read';
 const storeProvider = {
   provide: RateLimitStore,
   inject: [APP_CONFIG],
-  useFactory: async (config: AppConfig): Promise<RateLimitStore> => {
+  useFactory: async (config: ConfigSlice<'redisUrl' | 'redisKeyPrefix'>): Promise<RateLimitStore> => {
     if (!config.redisUrl) return new MemoryRateLimitStore();
     const store = new RedisRateLimitStore(config.redisUrl, `${config.redisKeyPrefix}rl:`);
     // Boot does not fail without Redis: the store counts in memory until Redis is back.
@@ -39,7 +39,10 @@ export class RateLimitStoreModule implements OnApplicationShutdown {
     ThrottlerModule.forRootAsync({
       imports: [RateLimitStoreModule],
       inject: [APP_CONFIG, ThrottlerStorageAdapter],
-      useFactory: (config: AppConfig, storage: ThrottlerStorageAdapter) => ({
+      useFactory: (
+        config: ConfigSlice<'ingestRateRequests' | 'readRateRequests' | 'rateWindowMs'>,
+        storage: ThrottlerStorageAdapter,
+      ) => ({
         storage,
         throttlers: [
           { name: INGEST_THROTTLER, limit: config.ingestRateRequests, ttl: config.rateWindowMs },
