@@ -176,7 +176,7 @@ describe('apps: rename and delete', () => {
 
 /** Runs a stored deletion to its end through the CLI's own job, as `--wait` does. */
 async function runPending(_t: TestApp, id: string) {
-  const services = await openServices(loadConfig(testEnv()));
+  const services = await openServices(loadConfig(testEnv()), ['privacy']);
   try {
     return await services.privacy().runToEnd(id);
   } finally {

@@ -9,7 +9,7 @@ export async function openServices(dist, databaseUrl) {
   const { loadConfig } = require(path.join(dist, 'src/config/config.js'));
   const { openServices: open } = require(path.join(dist, 'src/cli/services.js'));
   const config = { ...loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' }), rollupsEnabled: false };
-  const services = await open(config);
+  const services = await open(config, ['rollups']);
   const rollups = services.rollups();
   const keys = services.keys;
   const actor = { type: 'cli', osUser: 'bench' };

@@ -4,8 +4,9 @@
 // that section over.
 //
 // The cluster is an embedded PostgreSQL in a temporary folder, used the way an operator's machine
-// uses it: first with no server running (the CLI starts the cluster and stops it again), then with a
-// server attached (the CLI only connects), and last through DATABASE_URL.
+// uses it: the server creates it, then the CLI runs with that server attached (it only connects),
+// through DATABASE_URL, and last with no server running (the CLI starts the cluster and stops it
+// again).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -108,10 +109,6 @@ export async function runCliBenchmark({ root, log, git }) {
     log(`tally --help: ${commands.help.medianSeconds.toFixed(3)} s`);
     commands.keysRotateHelp = await measure(bin, ['keys', 'rotate', '--help'], base);
 
-    // No server: each run starts the cluster, and stops it as the last one out.
-    commands.appsListColdCluster = await measure(bin, ['apps', 'list', '--json'], base, oneJsonArray);
-    log(`apps list, no server running: ${commands.appsListColdCluster.medianSeconds.toFixed(3)} s`);
-
     server = await startServer({
       dist: path.join(root, 'dist'),
       databaseUrl: undefined,
@@ -126,6 +123,13 @@ export async function runCliBenchmark({ root, log, git }) {
     const direct = { ...base, DATABASE_URL: connectionUrl(port) };
     commands.appsListDatabaseUrl = await measure(bin, ['apps', 'list', '--json'], direct, oneJsonArray);
     log(`apps list, DATABASE_URL: ${commands.appsListDatabaseUrl.medianSeconds.toFixed(3)} s`);
+
+    // No server: each run starts the cluster (which the server created), and stops it as the last
+    // one out.
+    await server.stop();
+    server = undefined;
+    commands.appsListColdCluster = await measure(bin, ['apps', 'list', '--json'], base, oneJsonArray);
+    log(`apps list, no server running: ${commands.appsListColdCluster.medianSeconds.toFixed(3)} s`);
   } finally {
     await server?.stop();
     await stopCluster(dir).catch(() => undefined);

@@ -89,10 +89,13 @@ async function openRollups(dist, url) {
   require('reflect-metadata');
   const { loadConfig } = require(path.join(dist, 'src/config/config.js'));
   const { openServices } = require(path.join(dist, 'src/cli/services.js'));
-  const services = await openServices({
-    ...loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'warn' }),
-    rollupsEnabled: false,
-  });
+  const services = await openServices(
+    {
+      ...loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'warn' }),
+      rollupsEnabled: false,
+    },
+    ['rollups'],
+  );
   return services;
 }
 

@@ -1,13 +1,6 @@
 import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
 import { RateLimitStoreModule } from '@app/common/rate-limit/rate-limit.module';
-import { AppEntity } from './app.entity';
-import { KeyEntity } from './key.entity';
-import { AppRepository } from './app.repository';
-import { KeyRepository } from './key.repository';
-import { AppsService } from './apps.service';
-import { KeysService } from './keys.service';
-import { KeyVerifier } from './key-verifier';
+import { AuthCoreModule } from './auth-core.module';
 import { KeyUsageFlusher } from './key-usage.flusher';
 import { AuthFailureLimiter } from './auth-failure.limiter';
 import { KeyAuthenticator } from './key-auth';
@@ -18,14 +11,9 @@ import { KeyInfoController } from './key-info.controller';
 import { ReadSlots } from './read-concurrency.interceptor';
 
 @Module({
-  imports: [TypeOrmModule.forFeature([AppEntity, KeyEntity]), RateLimitStoreModule],
+  imports: [AuthCoreModule, RateLimitStoreModule],
   controllers: [KeyInfoController],
   providers: [
-    AppRepository,
-    KeyRepository,
-    AppsService,
-    KeysService,
-    KeyVerifier,
     KeyUsageFlusher,
     AuthFailureLimiter,
     KeyAuthenticator,
@@ -34,15 +22,6 @@ import { ReadSlots } from './read-concurrency.interceptor';
     ScopeGuard,
     ReadSlots,
   ],
-  exports: [
-    AppsService,
-    KeysService,
-    KeyVerifier,
-    KeyAuthenticator,
-    IngestKeyGuard,
-    ApiKeyGuard,
-    ScopeGuard,
-    ReadSlots,
-  ],
+  exports: [AuthCoreModule, KeyAuthenticator, IngestKeyGuard, ApiKeyGuard, ScopeGuard, ReadSlots],
 })
 export class AuthModule {}

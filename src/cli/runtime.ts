@@ -1,5 +1,5 @@
 import { AppConfig, loadConfigFromProcess } from '@app/config/config';
-import type { CliServices } from './services';
+import type { CliGroup, CliServices } from './services';
 
 export interface CliIo {
   stdout: (text: string) => void;
@@ -38,9 +38,13 @@ export class CliRuntime {
     return this.configOverride ?? loadConfigFromProcess();
   }
 
-  /** Attaches to the database (applying pending migrations unless MIGRATIONS_RUN=false). */
-  services(): Promise<CliServices> {
-    this.opened ??= databaseCode().openServices(this.config());
+  /**
+   * Attaches to the database (applying pending migrations unless MIGRATIONS_RUN=false) and builds
+   * the command's context: apps, keys, the audit log and the groups named here. A command opens
+   * its services once.
+   */
+  services(...groups: CliGroup[]): Promise<CliServices> {
+    this.opened ??= databaseCode().openServices(this.config(), groups);
     return this.opened;
   }
 

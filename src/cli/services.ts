@@ -1,15 +1,14 @@
-import type { DataSource } from 'typeorm';
-import { AuditRepository } from '@app/audit/audit.repository';
+import { DynamicModule, INestApplicationContext, Module, Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { DataSource } from 'typeorm';
+import { AuditModule } from '@app/audit/audit.module';
 import { AuditService } from '@app/audit/audit.service';
-import { AppEntity } from '@app/auth/app.entity';
-import { AppRepository } from '@app/auth/app.repository';
+import { AuthCoreModule } from '@app/auth/auth-core.module';
 import { AppsService } from '@app/auth/apps.service';
-import { KeyEntity } from '@app/auth/key.entity';
-import { KeyRepository } from '@app/auth/key.repository';
 import { KeysService } from '@app/auth/keys.service';
-import { KeyVerifier } from '@app/auth/key-verifier';
 import type { AppConfig } from '@app/config/config';
-import { createDataSource } from '@app/database/data-source';
+import { ConfigModule } from '@app/config/config.module';
+import { DatabaseModule } from '@app/database/database.module';
 import { runMigrations } from '@app/database/migrate';
 import { prepareDatabase } from '@app/database/prepare';
 import type { RollupsService } from '@app/rollups/rollups.service';
@@ -18,22 +17,51 @@ import type { ExportService } from '@app/export/export.service';
 import type { PlanServices } from './plan-services';
 
 /**
- * The services the admin commands call, built by hand on one DataSource. The CLI does not boot
- * Nest: the services and repositories are plain classes, and the framework would cost more time
- * than the command itself.
+ * The command groups whose services live beyond apps, keys and the audit log. A command names
+ * the groups it uses (`rt.services('rollups')`), and its context holds their modules only.
  */
+export type CliGroup = 'rollups' | 'privacy' | 'export' | 'plans';
+
+/**
+ * Each group's modules: the service's own core modules (no HTTP, no schedules, no listeners),
+ * required only when a command opens the group.
+ */
+const GROUPS: Record<CliGroup, () => { modules: (Type | DynamicModule)[]; config?: Partial<AppConfig> }> = {
+  rollups: () => ({
+    modules: [
+      (require('../rollups/rollups-core.module') as typeof import('../rollups/rollups-core.module'))
+        .RollupsCoreModule,
+    ],
+  }),
+  privacy: () => ({
+    modules: [
+      (require('../privacy/privacy.cli') as typeof import('../privacy/privacy.cli')).PrivacyCliModule,
+    ],
+  }),
+  export: () => ({
+    modules: [
+      (require('../export/export-core.module') as typeof import('../export/export-core.module'))
+        .ExportCoreModule,
+    ],
+  }),
+  plans: () => (require('./plan-services') as typeof import('./plan-services')).PLANS_GROUP,
+};
+
+/** The services the admin commands call, from a Nest application context of the service's modules. */
 export interface CliServices {
   audit: AuditService;
   apps: AppsService;
   keys: KeysService;
-  /** Built on first use: the rollups code is the one part that needs Nest's common layer. */
+  /** The services of a group the command opened (see CliGroup); any other throws. */
   rollups(): RollupsService;
-  /** Built on first use: deletions and suppressions (they run through the rollups). */
+  /** Deletions and suppressions, and running a deletion here (`--wait`). */
   privacy(): CliPrivacy;
-  /** Built on first use, like rollups. The CLI's export reads the database directly. */
+  /** The export; the CLI reads the primary. */
   exports(): ExportService;
-  /** Built on first use: tracking plans, their dry run and the quarantine. */
+  /** Tracking plans, their dry run and the quarantine. */
   plans(): PlanServices;
+  /** Any provider of the context's modules. */
+  get<T>(token: Type<T> | string | symbol): T;
   /** The database the CLI uses, as a person reads it (never a password). */
   database: string;
   /** The newest migration applied (its timestamp), or null on an empty database. */
@@ -49,80 +77,84 @@ function describeDatabase(config: AppConfig): string {
   return url.toString();
 }
 
-const POOL_SIZE = 2;
+/** The root of a command's context: the configuration, the database, the audit log, apps and keys. */
+@Module({})
+class CliModule {
+  static forRoot(config: AppConfig, modules: (Type | DynamicModule)[]): DynamicModule {
+    return {
+      module: CliModule,
+      imports: [
+        ConfigModule.forRoot(config),
+        DatabaseModule.forCli(config),
+        AuditModule,
+        AuthCoreModule,
+        ...modules,
+      ],
+    };
+  }
+}
 
-export async function openServices(config: AppConfig): Promise<CliServices> {
+/** What a command's context is built with: the groups' modules, and their configuration. */
+function contextOf(config: AppConfig, groups: CliGroup[]) {
+  const opened = groups.map((g) => GROUPS[g]());
+  // The CLI counts no requests: its rate-limit store (ingest's dry run holds one) stays in memory.
+  let resolved: AppConfig = { ...config, redisUrl: undefined };
+  for (const g of opened) resolved = { ...resolved, ...g.config };
+  return CliModule.forRoot(
+    resolved,
+    opened.flatMap((g) => g.modules),
+  );
+}
+
+/**
+ * Attaches to the database (applying pending migrations unless MIGRATIONS_RUN=false) and builds
+ * the context of apps, keys, the audit log and the named groups.
+ */
+export async function openServices(config: AppConfig, groups: CliGroup[] = []): Promise<CliServices> {
   const database = await prepareDatabase(config, { migrate: false, createCluster: false });
-  const resolved = database.config;
-  const dataSource = createDataSource({
-    url: resolved.databaseUrl!,
-    poolSize: POOL_SIZE,
-    statementTimeoutMs: resolved.databaseStatementTimeoutMs,
-    applicationName: 'tally-cli',
-    entities: [AppEntity, KeyEntity],
-  });
+  let context: INestApplicationContext | undefined;
   const close = async () => {
-    if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
+    await context?.close().catch(() => undefined);
     await database.release().catch(() => undefined);
   };
   try {
-    await dataSource.initialize();
-    if (resolved.migrationsRun) await runMigrations(dataSource);
+    // Nest's logger writes to stdout, which belongs to the command's output; errors are thrown.
+    context = await NestFactory.createApplicationContext(contextOf(database.config, groups), {
+      logger: false,
+      abortOnError: false,
+    });
+    if (database.config.migrationsRun) await runMigrations(context.get(DataSource));
   } catch (err) {
     await close();
     throw err;
   }
-  const audit = new AuditService(new AuditRepository(dataSource));
-  const apps = new AppsService(new AppRepository(dataSource), audit);
-  const keyRepository = new KeyRepository(dataSource);
-  const keys = new KeysService(keyRepository, apps, new KeyVerifier(keyRepository, apps, resolved), audit);
-  let rollups: RollupsService | undefined;
-  let privacy: CliPrivacy | undefined;
-  let exports: ExportService | undefined;
-  let plans: PlanServices | undefined;
+  const ctx = context;
+  const get = <T>(token: Type<T> | string | symbol): T => ctx.get<T>(token as Type<T>, { strict: false });
   return {
-    audit,
-    apps,
-    keys,
-    rollups: () => (rollups ??= buildRollups(dataSource, resolved, audit)),
-    privacy: () => {
-      const { buildCliPrivacy } =
-        require('../privacy/privacy.cli') as typeof import('../privacy/privacy.cli');
-      return (privacy ??= buildCliPrivacy(
-        dataSource,
-        apps,
-        keys,
-        audit,
-        (rollups ??= buildRollups(dataSource, resolved, audit)),
-        resolved.erasurePausePercent,
-        resolved.erasureLedgerPath,
-      ));
-    },
-    exports: () => (exports ??= buildExports(dataSource, resolved)),
+    audit: get(AuditService),
+    apps: get(AppsService),
+    keys: get(KeysService),
+    rollups: () =>
+      get(
+        (require('../rollups/rollups.service') as typeof import('../rollups/rollups.service')).RollupsService,
+      ),
+    privacy: () =>
+      get((require('../privacy/privacy.cli') as typeof import('../privacy/privacy.cli')).CliPrivacy),
+    exports: () =>
+      get((require('../export/export.service') as typeof import('../export/export.service')).ExportService),
+    plans: () => (require('./plan-services') as typeof import('./plan-services')).planServices(get),
+    get,
     database: describeDatabase(config),
     schemaVersion: async () => {
-      const [row] = (await dataSource.query(`SELECT max("timestamp")::float8 AS v FROM migrations`)) as {
+      const [row] = (await ctx
+        .get(DataSource)
+        .query(`SELECT max("timestamp")::float8 AS v FROM migrations`)) as {
         v: number | null;
       }[];
       return row.v;
     },
-    plans: () => {
-      const { buildPlanServices } = require('./plan-services') as typeof import('./plan-services');
-      return (plans ??= buildPlanServices(dataSource, resolved, apps, audit));
-    },
     close,
   };
-}
-
-/** The rollups and export code load on first use: most commands need neither. */
-function buildRollups(dataSource: DataSource, config: AppConfig, audit: AuditService): RollupsService {
-  const built = require('./rollup-services') as typeof import('./rollup-services');
-  return built.buildRollups(dataSource, config, audit);
-}
-
-function buildExports(dataSource: DataSource, config: AppConfig): ExportService {
-  const built = require('./export-services') as typeof import('./export-services');
-  return built.buildExports(dataSource, config);
 }
 
 /** Attaches to the database, applies the pending migrations and leaves; returns their names. */

@@ -9,6 +9,8 @@ import { WritePressure } from './write-pressure';
 /** The name of the primary's DataSource for the read endpoints (see ReadDatabase for the replica). */
 export const READ_DATA_SOURCE = 'read';
 
+const CLI_POOL_SIZE = 2;
+
 @Module({})
 export class DatabaseModule {
   static forRoot(config: AppConfig): DynamicModule {
@@ -54,6 +56,36 @@ export class DatabaseModule {
         },
       ],
       exports: [TypeOrmModule, ReadDatabase, WritePressure],
+    };
+  }
+  /**
+   * The admin CLI's database: one small pool on the primary, which its reads use too, and no
+   * retries (a command fails at once when the database is unreachable).
+   */
+  static forCli(config: AppConfig): DynamicModule {
+    if (!config.databaseUrl) throw new Error('DatabaseModule needs a resolved database URL');
+    const settings: DataSourceSettings = {
+      url: config.databaseUrl,
+      poolSize: CLI_POOL_SIZE,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+      applicationName: 'tally-cli',
+    };
+    return {
+      module: DatabaseModule,
+      global: true,
+      imports: [
+        TypeOrmModule.forRoot({ ...dataSourceOptions(settings), autoLoadEntities: true, retryAttempts: 0 }),
+      ],
+      providers: [
+        { provide: WritePressure, useValue: new WritePressure() },
+        {
+          provide: ReadDatabase,
+          inject: [getDataSourceToken()],
+          useFactory: (primary: DataSource): ReadDatabase => new FixedReadDatabase(primary),
+        },
+        { provide: getDataSourceToken(READ_DATA_SOURCE), useExisting: getDataSourceToken() },
+      ],
+      exports: [TypeOrmModule, ReadDatabase, WritePressure, getDataSourceToken(READ_DATA_SOURCE)],
     };
   }
 }

@@ -2,14 +2,11 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '@app/auth/auth.module';
 import { RateLimitModule } from '@app/common/rate-limit/rate-limit.module';
 import { ExportController } from './export.controller';
-import { ExportRepository } from './export.repository';
-import { ExportService } from './export.service';
-import { ReadsModule } from '@app/common/reads/reads.module';
+import { ExportCoreModule } from './export-core.module';
 
 @Module({
-  imports: [ReadsModule, AuthModule, RateLimitModule],
+  imports: [ExportCoreModule, AuthModule, RateLimitModule],
   controllers: [ExportController],
-  providers: [ExportRepository, ExportService],
-  exports: [ExportService],
+  exports: [ExportCoreModule],
 })
 export class ExportModule {}

@@ -7,21 +7,16 @@ import { UserSuppressionsModule } from '@app/common/suppressions/user-suppressio
 import { RateLimitModule, RateLimitStoreModule } from '@app/common/rate-limit/rate-limit.module';
 import { IngestController } from './ingest.controller';
 import { IngestBodyReader } from './ingest-body.reader';
-import { IngestRepository } from './ingest.repository';
-import { IngestService } from './ingest.service';
-import { IngestWriter } from './ingest-writer';
 import { IngestCpuBudgets } from './ingest-cpu.budget';
-import { DedupRepository } from './dedup.repository';
+import { IngestCoreModule } from './ingest-core.module';
 import { DedupExpiryService } from './dedup-expiry.service';
-import { EventNameRepository } from './event-name.repository';
-import { EVENT_NAME_BOUND_PROVIDER } from './event-name-bound.provider';
 import { PlansModule } from '@app/plans/plans.module';
 import { PlanController } from './plan.controller';
 import { QuarantineController } from './quarantine.controller';
-import { QuarantineReplayService } from './quarantine-replay.service';
 
 @Module({
   imports: [
+    IngestCoreModule,
     AuthModule,
     RateLimitModule,
     RateLimitStoreModule,
@@ -30,18 +25,7 @@ import { QuarantineReplayService } from './quarantine-replay.service';
     PlansModule,
   ],
   controllers: [IngestController, PlanController, QuarantineController],
-  providers: [
-    IngestBodyReader,
-    IngestService,
-    IngestWriter,
-    IngestCpuBudgets,
-    IngestRepository,
-    DedupRepository,
-    DedupExpiryService,
-    EventNameRepository,
-    EVENT_NAME_BOUND_PROVIDER,
-    QuarantineReplayService,
-  ],
+  providers: [IngestBodyReader, IngestCpuBudgets, DedupExpiryService],
 })
 export class IngestModule implements OnModuleInit {
   constructor(

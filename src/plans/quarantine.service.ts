@@ -1,10 +1,9 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { Interval } from '@nestjs/schedule';
+import { Inject, Injectable } from '@nestjs/common';
 import { decodeCursor, encodeCursor } from '@app/common/reads/cursor';
 import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 import { cursorPosition } from '@app/common/reads/signed-cursor';
 import { presentEventId } from '@app/common/event-ids';
-import { DAY_MS, HOUR_MS, utcDateString } from '@app/common/time';
+import { DAY_MS, utcDateString } from '@app/common/time';
 import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import type { QuarantineRecord } from './quarantine.dto';
 import { QuarantineRepository } from './quarantine.repository';
@@ -42,10 +41,9 @@ export function toQuarantineRecord(secret: Buffer, row: QuarantineRow): Quaranti
   };
 }
 
-/** Reading the quarantine, and the upkeep of its daily partitions. */
+/** Reading the quarantine, and the upkeep of its daily partitions (run by QuarantineMaintenanceJob). */
 @Injectable()
-export class QuarantineService implements OnApplicationBootstrap {
-  private readonly logger = new Logger('Quarantine');
+export class QuarantineService {
   constructor(
     private readonly quarantine: QuarantineRepository,
     @Inject(APP_CONFIG) private readonly config: ConfigSlice<'quarantineDays'>,
@@ -73,19 +71,6 @@ export class QuarantineService implements OnApplicationBootstrap {
   /** Erasure: deletes the quarantined events of these users of the app; returns how many. */
   deleteUsers(appId: string, anonymousUserIds: string[]): Promise<number> {
     return this.quarantine.deleteUsers(appId, anonymousUserIds);
-  }
-
-  async onApplicationBootstrap(): Promise<void> {
-    await this.maintain(Date.now());
-  }
-
-  @Interval('quarantine-maintenance', HOUR_MS)
-  async scheduled(): Promise<void> {
-    try {
-      await this.maintain(Date.now());
-    } catch (err) {
-      this.logger.error(`quarantine maintenance failed: ${(err as Error).message}`);
-    }
   }
 
   /** Creates the partitions of today and the next two days; drops those past QUARANTINE_DAYS. */

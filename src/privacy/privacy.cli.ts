@@ -1,88 +1,84 @@
+import { Inject, Injectable, Module } from '@nestjs/common';
+import { AuthCoreModule } from '@app/auth/auth-core.module';
+import { AppsService } from '@app/auth/apps.service';
+import { KeysService } from '@app/auth/keys.service';
+import { AuditService } from '@app/audit/audit.service';
 import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
-import type { DataSource } from 'typeorm';
-import type { AppsService } from '@app/auth/apps.service';
-import type { KeysService } from '@app/auth/keys.service';
-import type { AuditService } from '@app/audit/audit.service';
-import { UserSuppressions } from '@app/common/suppressions/user-suppressions';
-import type { RollupsService } from '@app/rollups/rollups.service';
-import { PartitionRepository } from '@app/storage/partition.repository';
+import { ReadsModule } from '@app/common/reads/reads.module';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { DeletionRepository } from './deletion.repository';
 import { DeletionJob, deletionEnded, userKeysOf } from './deletion-job';
 import { DeletionsService, DeletionView, deletionView } from './deletions.service';
-import {
-  AppEventsErasureStep,
-  AppRowsErasureStep,
-  EventsErasureStep,
-  QuarantineErasureStep,
-  RollupsErasureStep,
-  type ErasureSteps,
-} from './erasure-steps';
-import { QuarantineRepository } from '@app/plans/quarantine.repository';
-import { EventErasureRepository } from './event-erasure.repository';
+import { ERASURE_STEPS, type ErasureSteps } from './erasure-steps';
 import { ErasureLedger, ledgerEntry } from './erasure-ledger';
 import { ErasureLedgerReplayer, LedgerReplay } from './erasure-ledger-replay';
-import { SuppressionRepository } from './suppression.repository';
+import { PrivacyCoreModule } from './privacy-core.module';
 import { SuppressionsService } from './suppressions.service';
 
 /** How often `--wait` looks at a deletion that another process is running. */
 const WAIT_POLL_MS = 200;
 
-/** The privacy services of the admin CLI, built by hand on its DataSource. */
-export interface CliPrivacy {
-  deletions: DeletionsService;
-  suppressions: SuppressionsService;
-  /** Runs the deletion here until it ends (or waits for the process that runs it); returns it ended. */
-  runToEnd(id: string): Promise<DeletionView>;
-  /** Applies again each deletion of the erasure ledger that the database lacks (after a restore). */
-  replayLedger(): Promise<LedgerReplay>;
-}
+/**
+ * What the admin CLI's privacy commands call: the deletions and suppressions of the service, and
+ * a deletion job of its own over the same erasure steps, for `--wait` and the ledger's replay.
+ */
+@Injectable()
+export class CliPrivacy {
+  private readonly job: DeletionJob;
+  private readonly replayer: ErasureLedgerReplayer;
 
-export function buildCliPrivacy(
-  db: DataSource,
-  apps: AppsService,
-  keys: KeysService,
-  audit: AuditService,
-  rollups: RollupsService,
-  pausePercent: number,
-  ledgerPath: string,
-): CliPrivacy {
-  const deletionRepo = new DeletionRepository(db);
-  const secrets = new CursorSecretRepository(db);
-  const suppressions = new SuppressionsService(
-    new SuppressionRepository(db),
-    apps,
-    new UserSuppressions(),
-    audit,
-  );
-  const deletions = new DeletionsService(deletionRepo, suppressions, apps, audit, secrets, keys);
-  const partitions = new PartitionRepository(db);
-  const eventRows = new EventErasureRepository(db);
-  const steps: ErasureSteps = {
-    users: [
-      new EventsErasureStep(partitions, eventRows),
-      new QuarantineErasureStep(new QuarantineRepository(db)),
-      new RollupsErasureStep(deletionRepo, rollups),
-    ],
-    app: [new AppEventsErasureStep(partitions, eventRows), new AppRowsErasureStep(deletionRepo, rollups)],
-  };
-  const ledger = new ErasureLedger(ledgerPath);
-  const job = new DeletionJob(deletionRepo, steps, {
-    ended: deletionEnded(audit),
-    beforeDone: ledgerEntry(ledger, suppressions),
-    pausePercent,
-    userKeys: userKeysOf(secrets),
-  });
-  const runToEnd = async (id: string): Promise<DeletionView> => {
+  constructor(
+    @Inject(APP_CONFIG) config: ConfigSlice<'erasureLedgerPath' | 'erasurePausePercent'>,
+    readonly deletions: DeletionsService,
+    readonly suppressions: SuppressionsService,
+    private readonly deletionRows: DeletionRepository,
+    @Inject(ERASURE_STEPS) steps: ErasureSteps,
+    secrets: CursorSecretRepository,
+    audit: AuditService,
+    apps: AppsService,
+    keys: KeysService,
+  ) {
+    const ledger = new ErasureLedger(config.erasureLedgerPath);
+    this.job = new DeletionJob(deletionRows, steps, {
+      ended: deletionEnded(audit),
+      beforeDone: ledgerEntry(ledger, suppressions),
+      pausePercent: config.erasurePausePercent,
+      userKeys: userKeysOf(secrets),
+    });
+    this.replayer = new ErasureLedgerReplayer(
+      ledger,
+      deletionRows,
+      suppressions,
+      apps,
+      audit,
+      this.job,
+      keys,
+    );
+  }
+
+  /** Runs the deletion here until it ends (or waits for the process that runs it); returns it ended. */
+  async runToEnd(id: string): Promise<DeletionView> {
     for (;;) {
-      const outcome = await job.run(id);
-      const row = await deletionRepo.find(id);
+      const outcome = await this.job.run(id);
+      const row = await this.deletionRows.find(id);
       if (!row) throw new Error(`deletion ${id} vanished`);
       if (row.status === 'done' || row.status === 'failed') return deletionView(row);
       // Not due yet (suppression settling), run elsewhere, or an attempt failed: look again shortly.
       const wait = outcome === 'not_ready' ? Math.max(0, row.notBefore - Date.now()) + 10 : WAIT_POLL_MS;
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
-  };
-  const replayer = new ErasureLedgerReplayer(ledger, deletionRepo, suppressions, apps, audit, job, keys);
-  return { deletions, suppressions, runToEnd, replayLedger: () => replayer.replay() };
+  }
+
+  /** Applies again each deletion of the erasure ledger that the database lacks (after a restore). */
+  replayLedger(): Promise<LedgerReplay> {
+    return this.replayer.replay();
+  }
 }
+
+/** The privacy commands' module: the service's PrivacyCoreModule and CliPrivacy over it. */
+@Module({
+  imports: [PrivacyCoreModule, AuthCoreModule, ReadsModule],
+  providers: [CliPrivacy],
+  exports: [CliPrivacy],
+})
+export class PrivacyCliModule {}

@@ -1,10 +1,11 @@
 import { Module } from '@nestjs/common';
-import { PartitionRepository } from './partition.repository';
+import { StorageCoreModule } from './storage-core.module';
 import { PartitionMaintenanceService } from './partition-maintenance.service';
 
 /** Upkeep of the daily partitions of `events`: creation ahead of time, retention, filter indexes. */
 @Module({
-  providers: [PartitionRepository, PartitionMaintenanceService],
-  exports: [PartitionMaintenanceService, PartitionRepository],
+  imports: [StorageCoreModule],
+  providers: [PartitionMaintenanceService],
+  exports: [PartitionMaintenanceService, StorageCoreModule],
 })
 export class StorageModule {}

@@ -35,7 +35,7 @@ export function appsDeleteCommand(rt: CliRuntime) {
     .option('--yes', 'do not ask for confirmation (needed when not run from a terminal)')
     .option('--wait', 'run the deletion here and print it once it has ended')
     .action(async (appId, options) => {
-      const services = await rt.services();
+      const services = await rt.services('privacy');
       const app = (await services.apps.list()).find((a) => a.id === appId);
       if (!app) throw new AppError('not_found', `No such app: ${appId}`);
       if (!options.yes) await confirm(rt, appId, app.name);

@@ -17,7 +17,7 @@ export function appsSetTimezoneCommand(rt: CliRuntime) {
     .argument('<appId>', 'the app', uuid)
     .argument('<zone>', 'an IANA time zone, such as UTC, Europe/Berlin or America/New_York', timeZone)
     .action(async (appId: string, zone: string, options: { json?: boolean }) => {
-      const services = await rt.services();
+      const services = await rt.services('rollups');
       const change = await services.rollups().setTimezone(appId, zone, cliActor());
       const text = change.recomputing
         ? `Time zone of ${change.appId} set to ${change.timezone} (was ${change.previousTimezone}).\n` +

@@ -76,7 +76,7 @@ export function exportCommand(rt: CliRuntime) {
           `--out is required with ${format === 'parquet' ? '--format parquet' : '--json'}`,
         );
       }
-      const services = await rt.services();
+      const services = await rt.services('export');
       await services.apps.assertExist([options.app]);
       const service = services.exports();
       const plan = await service.plan({

@@ -66,7 +66,7 @@ export function plansGetCommand(rt: CliRuntime) {
   )
     .requiredOption('--app <appId>', 'the app', uuid)
     .action(async (options) => {
-      const services = await rt.services();
+      const services = await rt.services('plans');
       await services.apps.assertExist([options.app]);
       const v = await services.plans().plans.get(options.app);
       const doc = { appId: v.appId, version: v.version, ...v.plan, createdAt: v.createdAt };
@@ -94,7 +94,7 @@ export function plansSetCommand(rt: CliRuntime) {
     })
     .action(async (options) => {
       const raw = readJson(options.file);
-      const services = await rt.services();
+      const services = await rt.services('plans');
       await services.apps.assertExist([options.app]);
       const v = await services
         .plans()
@@ -168,7 +168,7 @@ export function plansCheckCommand(rt: CliRuntime) {
     .action(async (options) => {
       const events = readNdjson(options.file);
       const plan = options.plan === undefined ? undefined : readJson(options.plan);
-      const services = await rt.services();
+      const services = await rt.services('plans');
       await services.apps.assertExist([options.app]);
       const { check } = services.plans();
       const results: { offset: number; result: IngestResult }[] = [];

@@ -29,7 +29,7 @@ export function quarantineListCommand(rt: CliRuntime) {
     .option('--code <code>', `only this code (${CODES.join(', ')})`, code)
     .option('--limit <n>', 'at most this many, 1 to 1000', wholeNumber(1, 1000), 50)
     .action(async (options) => {
-      const services = await rt.services();
+      const services = await rt.services('plans');
       await services.apps.assertExist([options.app]);
       const page = await services
         .plans()
@@ -67,7 +67,7 @@ export function quarantineReplayCommand(rt: CliRuntime) {
     .option('--event <eventName>', 'only this event name')
     .option('--code <code>', `only this code (${CODES.join(', ')})`, code)
     .action(async (options) => {
-      const services = await rt.services();
+      const services = await rt.services('plans');
       await services.apps.assertExist([options.app]);
       const result = await services
         .plans()

@@ -17,7 +17,7 @@ export function restoreCommand(rt: CliRuntime) {
       const { restoreBackup } =
         require('../../database/backup/backup') as typeof import('@app/database/backup/backup');
       const restored = await refusalsAsUsage(() => restoreBackup(rt.config(), options.from));
-      const ledger = await (await rt.services()).privacy().replayLedger();
+      const ledger = await (await rt.services('privacy')).privacy().replayLedger();
       const b = restored.backup;
       rt.print(
         {

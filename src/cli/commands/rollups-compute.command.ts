@@ -21,7 +21,7 @@ export function rollupsComputeCommand(rt: CliRuntime) {
       if (options.from && options.to && options.from > options.to) {
         throw new UsageError(`--from (${options.from}) must not be after --to (${options.to})`);
       }
-      const services = await rt.services();
+      const services = await rt.services('rollups');
       const result = await services
         .rollups()
         .compute({ appId: options.app, from: options.from, to: options.to });

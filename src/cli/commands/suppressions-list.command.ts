@@ -12,7 +12,7 @@ export function suppressionsListCommand(rt: CliRuntime) {
   )
     .requiredOption('--app <appId>', 'the app', uuid)
     .action(async (options) => {
-      const services = await rt.services();
+      const services = await rt.services('privacy');
       await services.apps.assertExist([options.app]);
       const rows = await services.privacy().suppressions.list(options.app);
       const json = rows.map((r) => ({ ...r, createdAt: new Date(r.createdAt).toISOString() }));

@@ -14,7 +14,7 @@ export function suppressionsRemoveCommand(rt: CliRuntime) {
     .requiredOption('--app <appId>', 'the app', uuid)
     .requiredOption('--user <id>', 'the user id as the app sends it')
     .action(async (options) => {
-      const services = await rt.services();
+      const services = await rt.services('privacy');
       await services.apps.assertExist([options.app]);
       const removed = await services.privacy().suppressions.remove(options.app, options.user, cliActor());
       rt.print(

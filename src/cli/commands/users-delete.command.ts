@@ -32,7 +32,7 @@ export function usersDeleteCommand(rt: CliRuntime) {
       if (users.some((u) => u.length < 1 || u.length > 200)) {
         throw new UsageError('a --user value is 1 to 200 characters');
       }
-      const services = await rt.services();
+      const services = await rt.services('privacy');
       const privacy = services.privacy();
       let deletion = await privacy.deletions.request(
         { appId: options.app, anonymousUserIds: users, suppress: options.suppress },

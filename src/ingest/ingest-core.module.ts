@@ -1,0 +1,33 @@
+import { Module } from '@nestjs/common';
+import { AuthCoreModule } from '@app/auth/auth-core.module';
+import { MetricsModule } from '@app/common/metrics/metrics.module';
+import { RateLimitStoreModule } from '@app/common/rate-limit/rate-limit.module';
+import { UserSuppressionsModule } from '@app/common/suppressions/user-suppressions.module';
+import { PlansCoreModule } from '@app/plans/plans-core.module';
+import { IngestRepository } from './ingest.repository';
+import { IngestService } from './ingest.service';
+import { IngestWriter } from './ingest-writer';
+import { DedupRepository } from './dedup.repository';
+import { EventNameRepository } from './event-name.repository';
+import { EVENT_NAME_BOUND_PROVIDER } from './event-name-bound.provider';
+import { QuarantineReplayService } from './quarantine-replay.service';
+
+/**
+ * Ingest's rules and its insert, without HTTP or the hourly dedup expiry: what the service and
+ * the admin CLI (the plan's dry run, the quarantine's replay) share.
+ */
+@Module({
+  imports: [AuthCoreModule, RateLimitStoreModule, MetricsModule, UserSuppressionsModule, PlansCoreModule],
+  providers: [
+    IngestService,
+    IngestWriter,
+    IngestRepository,
+    DedupRepository,
+    EventNameRepository,
+    EVENT_NAME_BOUND_PROVIDER,
+    QuarantineReplayService,
+  ],
+  // DedupRepository is for IngestModule's hourly expiry, the other half of this feature.
+  exports: [IngestService, QuarantineReplayService, DedupRepository],
+})
+export class IngestCoreModule {}
