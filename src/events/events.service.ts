@@ -54,7 +54,7 @@ export class EventsService {
     const last = page[page.length - 1];
     const nextCursor =
       rows.length > limit
-        ? encodeCursor(secret, appId, binding, { receivedUs: BigInt(last.received_us), id: BigInt(last.id) })
+        ? encodeCursor(secret, appId, binding, { receivedUs: BigInt(last.receivedAt), id: BigInt(last.id) })
         : null;
     return { events: page.map((row) => toEventRecord(secret, row)), nextCursor };
   }

@@ -1,5 +1,6 @@
 import { sealEventIdBlocks, SEALED_EVENT_ID_BYTES } from '@app/common/event-ids';
 import { PG_EPOCH_MS } from '@app/database/binary-arrays';
+import { EVENT_FIELDS, POSITION_FIELDS, type EventField } from '@app/common/events/event-fields';
 
 /** A position in an export: the receive time (epoch microseconds) and stored id of a row. */
 export interface ExportPosition {
@@ -8,34 +9,32 @@ export interface ExportPosition {
 }
 
 /**
- * Reading PostgreSQL's binary COPY of the export's columns (EXPORT_COLUMNS of the repository),
- * which both formats are written from: stored values as they are, timestamps as microseconds
- * from PostgreSQL's epoch, integers and floats as 8 big-endian bytes, text as UTF-8.
+ * Reading PostgreSQL's binary COPY of the export's columns (EXPORT_FIELDS, which the repository
+ * selects), which both formats are written from: stored values as they are, timestamps as
+ * microseconds from PostgreSQL's epoch, integers and floats as 8 big-endian bytes, text as UTF-8.
  */
 
-/** The columns of a row, in EXPORT_COLUMNS order. */
-export const COLUMN = {
-  receivedAt: 0,
-  id: 1,
-  eventName: 2,
-  anonymousUserId: 3,
-  sessionId: 4,
-  eventTime: 5,
-  timestamp: 6,
-  eventId: 7,
-  isTestMode: 8,
-  platform: 9,
-  appVersion: 10,
-  buildNumber: 11,
-  osVersion: 12,
-  deviceModel: 13,
-  locale: 14,
-  timezone: 15,
-  floatValue: 16,
-  payloadJson: 17,
-  payloadJsonb: 18,
-} as const;
-export const COLUMNS = 19;
+type ExportField = Exclude<EventField, { type: 'uuid' }>;
+
+/**
+ * The stored fields an export reads, in COPY order: the position first (receivedAt, id), then
+ * the record's other fields in record order. The app is the window's, so it is not read. After
+ * them comes one more column, LEGACY_PAYLOAD.
+ */
+export const EXPORT_FIELDS: readonly ExportField[] = [
+  ...POSITION_FIELDS,
+  ...EVENT_FIELDS.filter((f): f is ExportField => f.type !== 'uuid' && !('position' in f)),
+];
+
+/** The column of a row holding the older jsonb payload as text, where no json text is stored. */
+export const LEGACY_PAYLOAD = EXPORT_FIELDS.length;
+
+/** The columns of a row by field name, in COPY order. */
+export const COLUMN = Object.fromEntries(EXPORT_FIELDS.map((f, i) => [f.name, i])) as Record<
+  ExportField['name'],
+  number
+>;
+export const COLUMNS = EXPORT_FIELDS.length + 1;
 
 const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 const PG_EPOCH_US = PG_EPOCH_MS * 1000;
@@ -49,7 +48,7 @@ function copyError(detail: string): Error {
 /**
  * The rows of one chunk's COPY, one after the other: `next()` moves to the next row and puts
  * where each of its columns starts and how long it is (-1: null) in `starts` and `lengths`.
- * Throws on anything that is not a row of EXPORT_COLUMNS.
+ * Throws on anything that is not a row of EXPORT_FIELDS.
  */
 export class CopyRows {
   readonly starts = new Int32Array(COLUMNS);

@@ -5,10 +5,11 @@ import type { ExportRecord } from './export-parquet';
 import fc from 'fast-check';
 import type { EventRow } from '@app/common/reads/event-record';
 import type { EventRecordDto } from '@app/common/reads/event-record.dto';
+import { COLUMNS, EXPORT_FIELDS } from './copy-rows';
 
 /**
  * Stored rows for the export's tests: as PostgreSQL's binary COPY of the export's columns
- * carries them (EXPORT_COLUMNS of src/export/export.repository.ts), and as the driver gives the
+ * carries them (EXPORT_FIELDS of src/export/copy-rows.ts), and as the driver gives the
  * same row to GET /api/v1/events, with fast-check arbitraries over every awkward value.
  */
 
@@ -22,7 +23,7 @@ export const exportUserKeys = () => new ExportUserKeys(USER_KEY_SECRET, APP_ID);
 const PG_EPOCH_US = 946_684_800_000_000n;
 
 /**
- * One stored row as the binary COPY carries it (EXPORT_COLUMNS of the repository): the
+ * One stored row as the binary COPY carries it (EXPORT_FIELDS): the
  * record's text, flag and float fields as they are, times in epoch microseconds, the stored
  * id, and the payload as the json or the older jsonb column holds it.
  */
@@ -50,36 +51,41 @@ const field = (value: Buffer | null) => {
 };
 const text = (value: string | null) => field(value === null ? null : Buffer.from(value, 'utf8'));
 
+/** One stored field of a row as the binary COPY carries it (null: SQL null). */
+function copyValue(r: StoredRow, f: (typeof EXPORT_FIELDS)[number]): Buffer | null {
+  switch (f.name) {
+    case 'id':
+      return int64(r.id);
+    case 'receivedAt':
+      return int64(r.receivedUs - PG_EPOCH_US);
+    case 'timestamp':
+      return int64(r.tsUs - PG_EPOCH_US);
+    case 'eventTime':
+      return r.eventTime === null ? null : int64(r.eventTime);
+    case 'isTestMode':
+      return Buffer.from([r.isTestMode ? 1 : 0]);
+    case 'floatValue': {
+      if (r.floatValue === null) return null;
+      const float = Buffer.alloc(8);
+      float.writeDoubleBE(r.floatValue);
+      return float;
+    }
+    case 'payload':
+      return r.payloadJson === null ? null : Buffer.from(r.payloadJson, 'utf8');
+    default: {
+      const value = r[f.name];
+      return value === null ? null : Buffer.from(value, 'utf8');
+    }
+  }
+}
+
 /** PostgreSQL's binary COPY of `rows`: signature, flags, header extension, rows, trailer. */
 export function binaryCopy(rows: StoredRow[]): Buffer {
   const parts: Buffer[] = [Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)];
   for (const r of rows) {
     const count = Buffer.alloc(2);
-    count.writeInt16BE(19);
-    const float = r.floatValue === null ? null : Buffer.alloc(8);
-    float?.writeDoubleBE(r.floatValue as number);
-    parts.push(
-      count,
-      ...field(int64(r.receivedUs - PG_EPOCH_US)),
-      ...field(int64(r.id)),
-      ...text(r.eventName),
-      ...text(r.anonymousUserId),
-      ...text(r.sessionId),
-      ...field(r.eventTime === null ? null : int64(r.eventTime)),
-      ...field(int64(r.tsUs - PG_EPOCH_US)),
-      ...text(r.eventId),
-      ...field(Buffer.from([r.isTestMode ? 1 : 0])),
-      ...text(r.platform),
-      ...text(r.appVersion),
-      ...text(r.buildNumber),
-      ...text(r.osVersion),
-      ...text(r.deviceModel),
-      ...text(r.locale),
-      ...text(r.timezone),
-      ...field(float),
-      ...text(r.payloadJson),
-      ...text(r.payloadJsonb),
-    );
+    count.writeInt16BE(COLUMNS);
+    parts.push(count, ...EXPORT_FIELDS.flatMap((f) => field(copyValue(r, f))), ...text(r.payloadJsonb));
   }
   parts.push(Buffer.from([0xff, 0xff]));
   return Buffer.concat(parts);
@@ -92,24 +98,12 @@ const flooredMs = (us: bigint) => (us / 1000n - (us % 1000n < 0n ? 1n : 0n)).toS
 export function asEventRow(r: StoredRow): EventRow {
   const payload = r.payloadJson ?? r.payloadJsonb;
   return {
+    ...r,
     id: r.id.toString(),
-    app_id: APP_ID,
-    event_name: r.eventName,
-    anonymous_user_id: r.anonymousUserId,
-    session_id: r.sessionId,
-    event_time: r.eventTime === null ? null : r.eventTime.toString(),
-    ts_ms: flooredMs(r.tsUs),
-    received_us: r.receivedUs.toString(),
-    event_id: r.eventId,
-    is_test_mode: r.isTestMode,
-    platform: r.platform,
-    app_version: r.appVersion,
-    build_number: r.buildNumber,
-    os_version: r.osVersion,
-    device_model: r.deviceModel,
-    locale: r.locale,
-    timezone: r.timezone,
-    float_value: r.floatValue,
+    appId: APP_ID,
+    eventTime: r.eventTime === null ? null : r.eventTime.toString(),
+    timestamp: flooredMs(r.tsUs),
+    receivedAt: r.receivedUs.toString(),
     payload: payload === null ? null : (JSON.parse(payload) as EventRow['payload']),
   };
 }

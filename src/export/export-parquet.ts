@@ -10,7 +10,17 @@ import type { ExportUserKeys } from './export-user-keys';
 
 /** An exported record: the event record and its user's key outside Tally (common/user-keys.ts). */
 export type ExportRecord = EventRecordDto & { userKey: string | null };
-import { COLUMN, COLUMNS, CopyRows, epochMs, int64, jsonbPayload, sealIds } from './copy-rows';
+import {
+  COLUMN,
+  COLUMNS,
+  CopyRows,
+  epochMs,
+  int64,
+  jsonbPayload,
+  LEGACY_PAYLOAD,
+  sealIds,
+} from './copy-rows';
+import { EVENT_FIELDS, type EventField, type EventFieldName } from '@app/common/events/event-fields';
 import type { CopyChunk } from './export.service';
 
 /**
@@ -159,8 +169,8 @@ const fixed =
 function payloads({ copies, rows, starts, lengths, source }: Group): Value[] {
   const values = new Array<Value>(rows);
   for (let r = 0; r < rows; r++) {
-    const json = r * COLUMNS + COLUMN.payloadJson;
-    const jsonb = r * COLUMNS + COLUMN.payloadJsonb;
+    const json = r * COLUMNS + COLUMN.payload;
+    const jsonb = r * COLUMNS + LEGACY_PAYLOAD;
     const copy = copies[source[r]];
     if (lengths[json] >= 0) values[r] = viewOf(copy, starts[json], lengths[json]);
     else if (lengths[jsonb] >= 0) values[r] = Buffer.from(jsonbPayload(copy, starts[jsonb], lengths[jsonb]));
@@ -178,64 +188,60 @@ function userKeys({ copies, rows, starts, lengths, source, userKeys: keys }: Gro
   return values;
 }
 
-/** The columns, in record order: the fields of an exported record, typed. */
+/** What a reader's filters and the writer's encodings want of some fields. */
+const COLUMN_OPTIONS: Partial<Record<EventFieldName, Pick<Column, 'statistics' | 'unique'>>> = {
+  id: { unique: true },
+  eventName: { statistics: true },
+  timestamp: { statistics: true },
+  receivedAt: { statistics: true },
+  eventId: { unique: true },
+  payload: { unique: true },
+};
+
+/** The presented ids of the rows, as views. */
+const presentedIds = ({ rows, ids }: Group): Value[] =>
+  Array.from({ length: rows }, (_, r) => viewOf(ids, r * PRESENTED_EVENT_ID_CHARS, PRESENTED_EVENT_ID_CHARS));
+
+/** A field's Parquet type and values. */
+function typed(f: EventField, unique: boolean): Pick<Column, 'element' | 'values'> {
+  switch (f.type) {
+    case 'id':
+      return { element: STRING, values: presentedIds };
+    case 'uuid':
+      return { element: STRING, values: ({ rows, appId }) => new Array<Value>(rows).fill(appId) };
+    case 'text':
+      return { element: STRING, values: unique ? uniqueText(COLUMN[f.name]) : text(COLUMN[f.name]) };
+    case 'int8':
+      return {
+        element: 'epochMs' in f ? TIMESTAMP_MILLIS : { type: 'INT64' },
+        values: fixed(COLUMN[f.name], int64),
+      };
+    case 'timestamptz': {
+      const floor = !('position' in f);
+      return {
+        element: TIMESTAMP_MILLIS,
+        values: fixed(COLUMN[f.name], (copy, at) => epochMs(copy, at, floor)),
+      };
+    }
+    case 'bool':
+      return { element: { type: 'BOOLEAN' }, values: fixed(COLUMN[f.name], (copy, at) => copy[at] !== 0) };
+    case 'float8':
+      return {
+        element: { type: 'DOUBLE' },
+        values: fixed(COLUMN[f.name], (copy, at) => copy.readDoubleBE(at)),
+      };
+    case 'json':
+      // JSON text, as the record's payload object serialises.
+      return { element: JSON_TEXT, values: payloads };
+  }
+}
+
+/** The columns, in record order: the fields of an exported record (EVENT_FIELDS), typed, and the userKey. */
 export const PARQUET_COLUMNS: readonly Column[] = [
-  {
-    name: 'id',
-    element: STRING,
-    required: true,
-    unique: true,
-    values: ({ rows, ids }) =>
-      Array.from({ length: rows }, (_, r) =>
-        viewOf(ids, r * PRESENTED_EVENT_ID_CHARS, PRESENTED_EVENT_ID_CHARS),
-      ),
-  },
-  {
-    name: 'appId',
-    element: STRING,
-    required: true,
-    values: ({ rows, appId }) => new Array<Value>(rows).fill(appId),
-  },
-  { name: 'eventName', element: STRING, required: true, statistics: true, values: text(COLUMN.eventName) },
-  { name: 'anonymousUserId', element: STRING, required: false, values: text(COLUMN.anonymousUserId) },
-  { name: 'sessionId', element: STRING, required: false, values: text(COLUMN.sessionId) },
-  { name: 'eventTime', element: TIMESTAMP_MILLIS, required: false, values: fixed(COLUMN.eventTime, int64) },
-  {
-    name: 'timestamp',
-    element: TIMESTAMP_MILLIS,
-    required: true,
-    statistics: true,
-    values: fixed(COLUMN.timestamp, (copy, at) => epochMs(copy, at, true)),
-  },
-  {
-    name: 'receivedAt',
-    element: TIMESTAMP_MILLIS,
-    required: true,
-    statistics: true,
-    values: fixed(COLUMN.receivedAt, (copy, at) => epochMs(copy, at, false)),
-  },
-  { name: 'eventId', element: STRING, required: false, unique: true, values: uniqueText(COLUMN.eventId) },
-  {
-    name: 'isTestMode',
-    element: { type: 'BOOLEAN' },
-    required: true,
-    values: fixed(COLUMN.isTestMode, (copy, at) => copy[at] !== 0),
-  },
-  { name: 'platform', element: STRING, required: false, values: text(COLUMN.platform) },
-  { name: 'appVersion', element: STRING, required: false, values: text(COLUMN.appVersion) },
-  { name: 'buildNumber', element: STRING, required: false, values: text(COLUMN.buildNumber) },
-  { name: 'osVersion', element: STRING, required: false, values: text(COLUMN.osVersion) },
-  { name: 'deviceModel', element: STRING, required: false, values: text(COLUMN.deviceModel) },
-  { name: 'locale', element: STRING, required: false, values: text(COLUMN.locale) },
-  { name: 'timezone', element: STRING, required: false, values: text(COLUMN.timezone) },
-  {
-    name: 'floatValue',
-    element: { type: 'DOUBLE' },
-    required: false,
-    values: fixed(COLUMN.floatValue, (copy, at) => copy.readDoubleBE(at)),
-  },
-  // JSON text, as the record's payload object serialises.
-  { name: 'payload', element: JSON_TEXT, required: false, unique: true, values: payloads },
+  ...EVENT_FIELDS.map((f): Column => {
+    const options = COLUMN_OPTIONS[f.name] ?? {};
+    return { name: f.name, required: !f.nullable, ...options, ...typed(f, options.unique ?? false) };
+  }),
   { name: 'userKey', element: STRING, required: false, values: userKeys },
 ];
 

@@ -4,7 +4,8 @@ import { withDriverClient } from '@app/database/driver-client';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import { to as copyTo } from 'pg-copy-streams';
 import type { ChunkBuffers } from './chunk-buffers';
-import { completeRowsEnd, type ExportPosition } from './copy-rows';
+import { eventField } from '@app/common/events/event-fields';
+import { completeRowsEnd, EXPORT_FIELDS, type ExportPosition } from './copy-rows';
 
 export type { ExportPosition } from './copy-rows';
 
@@ -18,32 +19,17 @@ export interface ExportWindow {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+const payload = eventField('payload');
+
 /**
- * The columns of an exported row, in the order ./copy-rows.ts reads them from the binary COPY:
- * stored values as they are (timestamps as microseconds, the id as an integer, text as UTF-8),
- * which the server writes as NDJSON or Parquet. The last column is the older jsonb payload as
- * text, only where no json text is stored. `app_id` is the window's, so it is not read.
+ * The columns of an exported row, in the order ./copy-rows.ts reads them from the binary COPY
+ * (EXPORT_FIELDS): stored values as they are (timestamps as microseconds, the id as an integer,
+ * text as UTF-8), which the server writes as NDJSON or Parquet. The last column is the older
+ * jsonb payload as text, only where no json text is stored.
  */
 const EXPORT_COLUMNS = [
-  'e.received_at',
-  'e.id',
-  'e.event_name',
-  'e.anonymous_user_id',
-  'e.session_id',
-  'e.event_time',
-  'e.ts',
-  'e.event_id',
-  'e.is_test_mode',
-  'e.platform',
-  'e.app_version',
-  'e.build_number',
-  'e.os_version',
-  'e.device_model',
-  'e.locale',
-  'e.timezone',
-  'e.float_value',
-  'e.payload_json',
-  'CASE WHEN e.payload_json IS NULL THEN e.payload::text END',
+  ...EXPORT_FIELDS.map((f) => `e.${f.column}`),
+  `CASE WHEN e.${payload.column} IS NULL THEN e.${payload.legacyColumn}::text END`,
 ];
 
 /**
@@ -51,7 +37,7 @@ const EXPORT_COLUMNS = [
  * PostgreSQL reads from the value's header without decompressing it (the older jsonb payload:
  * its stored size), and 512 bytes for the other columns.
  */
-const ROW_WEIGHT = `512 + coalesce(octet_length(e.payload_json::text), pg_column_size(e.payload), 0)`;
+const ROW_WEIGHT = `512 + coalesce(octet_length(e.${payload.column}::text), pg_column_size(e.${payload.legacyColumn}), 0)`;
 
 type SqlType = 'uuid' | 'timestamptz' | 'boolean' | 'bigint';
 

@@ -4,7 +4,17 @@ import {
   writePresentedEventId,
 } from '@app/common/event-ids';
 import { ChunkBuffers } from './chunk-buffers';
-import { COLUMN, CopyRows, epochMs, int64, jsonbPayload, positionAt, sealIds } from './copy-rows';
+import { EVENT_FIELDS, type EventField, type EventFieldType } from '@app/common/events/event-fields';
+import {
+  COLUMN,
+  CopyRows,
+  epochMs,
+  int64,
+  jsonbPayload,
+  LEGACY_PAYLOAD,
+  positionAt,
+  sealIds,
+} from './copy-rows';
 import type { ExportPosition } from './export.repository';
 import type { ExportUserKeys } from './export-user-keys';
 
@@ -38,25 +48,7 @@ export interface FinishedChunk {
 }
 
 const ascii = (text: string) => Uint8Array.from(text, (c) => c.charCodeAt(0));
-const KEYS = {
-  anonymousUserId: ascii(',"anonymousUserId":'),
-  userKey: ascii(',"userKey":'),
-  sessionId: ascii(',"sessionId":'),
-  eventTime: ascii(',"eventTime":'),
-  timestamp: ascii(',"timestamp":'),
-  receivedAt: ascii(',"receivedAt":'),
-  eventId: ascii(',"eventId":'),
-  isTestMode: ascii(',"isTestMode":'),
-  platform: ascii(',"platform":'),
-  appVersion: ascii(',"appVersion":'),
-  buildNumber: ascii(',"buildNumber":'),
-  osVersion: ascii(',"osVersion":'),
-  deviceModel: ascii(',"deviceModel":'),
-  locale: ascii(',"locale":'),
-  timezone: ascii(',"timezone":'),
-  floatValue: ascii(',"floatValue":'),
-  payload: ascii(',"payload":'),
-};
+const USER_KEY = ascii(',"userKey":');
 const NULL = ascii('null');
 const QUOTE = ascii('"');
 const TRUE = ascii('true');
@@ -168,24 +160,22 @@ class LineWriter {
   }
 }
 
-/** `key`, then text column `column` of the row as a JSON string, or null. */
-function textField(writer: LineWriter, key: Uint8Array, row: CopyRows, column: number): void {
-  writer.bytes(key);
+/** Text column `column` of the row as a JSON string, or null. */
+function textValue(writer: LineWriter, row: CopyRows, column: number): void {
   const { starts, lengths } = row;
   if (lengths[column] < 0) writer.bytes(NULL);
   else writer.string(row.copy, starts[column], starts[column] + lengths[column]);
 }
 
 /** The record's payload: the stored JSON text, or null. */
-function payloadField(writer: LineWriter, row: CopyRows): void {
+function payloadValue(writer: LineWriter, row: CopyRows): void {
   const { copy, starts, lengths } = row;
-  writer.bytes(KEYS.payload);
-  if (lengths[COLUMN.payloadJson] >= 0) {
+  const column = COLUMN.payload;
+  if (lengths[column] >= 0) {
     // Stored as ingest writes it: the compact text of JSON.stringify.
-    const from = starts[COLUMN.payloadJson];
-    writer.raw(copy, from, from + lengths[COLUMN.payloadJson]);
-  } else if (lengths[COLUMN.payloadJsonb] >= 0) {
-    const json = Buffer.from(jsonbPayload(copy, starts[COLUMN.payloadJsonb], lengths[COLUMN.payloadJsonb]));
+    writer.raw(copy, starts[column], starts[column] + lengths[column]);
+  } else if (lengths[LEGACY_PAYLOAD] >= 0) {
+    const json = Buffer.from(jsonbPayload(copy, starts[LEGACY_PAYLOAD], lengths[LEGACY_PAYLOAD]));
     writer.reserve(json.length + 2);
     writer.raw(json, 0, json.length);
   } else writer.bytes(NULL);
@@ -194,7 +184,7 @@ function payloadField(writer: LineWriter, row: CopyRows): void {
 /** The record's userKey (./export-user-keys.ts), or null with the user id. */
 function userKeyField(writer: LineWriter, row: CopyRows, userKeys: ExportUserKeys): void {
   const { starts, lengths } = row;
-  writer.bytes(KEYS.userKey);
+  writer.bytes(USER_KEY);
   if (lengths[COLUMN.anonymousUserId] < 0) {
     writer.bytes(NULL);
     return;
@@ -205,42 +195,60 @@ function userKeyField(writer: LineWriter, row: CopyRows, userKeys: ExportUserKey
   writer.bytes(QUOTE);
 }
 
+/** One field of a line after the head: its key, and where and as what its value is read. */
+interface LineField {
+  key: Uint8Array;
+  column: number;
+  type: EventFieldType;
+  /** A position field: its time truncated (epoch µs ÷ 1000n), as the record's receivedAt. */
+  position: boolean;
+}
+
+/** The record's fields after its id and app, which the line's head holds, in record order. */
+const LINE_FIELDS: readonly LineField[] = EVENT_FIELDS.filter(
+  (f): f is Exclude<EventField, { type: 'id' | 'uuid' }> => f.type !== 'id' && f.type !== 'uuid',
+).map((f) => ({
+  key: ascii(`,"${f.name}":`),
+  column: COLUMN[f.name],
+  type: f.type,
+  position: 'position' in f,
+}));
+
+/** One field's value, as JSON.stringify writes the record's. */
+function writeValue(writer: LineWriter, row: CopyRows, field: LineField): void {
+  const { copy, starts, lengths } = row;
+  const at = starts[field.column];
+  if (field.type === 'text') return textValue(writer, row, field.column);
+  if (field.type === 'json') return payloadValue(writer, row);
+  if (lengths[field.column] < 0) return writer.bytes(NULL);
+  switch (field.type) {
+    case 'int8':
+      return writer.integer(int64(copy, at));
+    case 'timestamptz':
+      return writer.integer(epochMs(copy, at, !field.position));
+    case 'bool':
+      return writer.bytes(copy[at] ? TRUE : FALSE);
+    case 'float8':
+      // JSON.stringify writes NaN and the infinities as null, and -0 as 0, as the record does.
+      return writer.text(JSON.stringify(copy.readDoubleBE(at)));
+  }
+}
+
 /** The current row as a line, its id left blank. */
 function writeLine(writer: LineWriter, row: CopyRows, head: Uint8Array, userKeys: ExportUserKeys): void {
-  const { copy, starts, lengths } = row;
   writer.bytes(head);
-  writer.string(copy, starts[COLUMN.eventName], starts[COLUMN.eventName] + lengths[COLUMN.eventName]);
-  textField(writer, KEYS.anonymousUserId, row, COLUMN.anonymousUserId);
-  textField(writer, KEYS.sessionId, row, COLUMN.sessionId);
-  writer.bytes(KEYS.eventTime);
-  if (lengths[COLUMN.eventTime] < 0) writer.bytes(NULL);
-  else writer.integer(int64(copy, starts[COLUMN.eventTime]));
-  writer.bytes(KEYS.timestamp);
-  writer.integer(epochMs(copy, starts[COLUMN.timestamp], true));
-  writer.bytes(KEYS.receivedAt);
-  writer.integer(epochMs(copy, starts[COLUMN.receivedAt], false));
-  textField(writer, KEYS.eventId, row, COLUMN.eventId);
-  writer.bytes(KEYS.isTestMode);
-  writer.bytes(copy[starts[COLUMN.isTestMode]] ? TRUE : FALSE);
-  textField(writer, KEYS.platform, row, COLUMN.platform);
-  textField(writer, KEYS.appVersion, row, COLUMN.appVersion);
-  textField(writer, KEYS.buildNumber, row, COLUMN.buildNumber);
-  textField(writer, KEYS.osVersion, row, COLUMN.osVersion);
-  textField(writer, KEYS.deviceModel, row, COLUMN.deviceModel);
-  textField(writer, KEYS.locale, row, COLUMN.locale);
-  textField(writer, KEYS.timezone, row, COLUMN.timezone);
-  writer.bytes(KEYS.floatValue);
-  // JSON.stringify writes NaN and the infinities as null, and -0 as 0, as the record does.
-  if (lengths[COLUMN.floatValue] < 0) writer.bytes(NULL);
-  else writer.text(JSON.stringify(copy.readDoubleBE(starts[COLUMN.floatValue])));
-  payloadField(writer, row);
+  for (let i = 0; i < LINE_FIELDS.length; i++) {
+    const field = LINE_FIELDS[i];
+    writer.bytes(field.key);
+    writeValue(writer, row, field);
+  }
   userKeyField(writer, row, userKeys);
   writer.bytes(LINE_END);
 }
 
 /**
  * Turns one chunk's binary COPY into NDJSON lines of the records of `appId`, in a buffer from
- * `buffers`. Throws on anything that is not a row of EXPORT_COLUMNS. `copy` is not read after.
+ * `buffers`. Throws on anything that is not a row of EXPORT_FIELDS. `copy` is not read after.
  */
 export function finishCopy(
   secret: Buffer,
@@ -251,8 +259,8 @@ export function finishCopy(
 ): FinishedChunk {
   const started = performance.now();
   const row = new CopyRows(copy);
-  // Everything from the line's start to the event name's value, with a blank for the id.
-  const head = ascii(`{"id":"${' '.repeat(PRESENTED_EVENT_ID_CHARS)}","appId":"${appId}","eventName":`);
+  // Everything from the line's start to the app's value, with a blank for the id.
+  const head = ascii(`{"id":"${' '.repeat(PRESENTED_EVENT_ID_CHARS)}","appId":"${appId}"`);
   // A line is about twice its row's COPY bytes (the keys); longer ones make the buffer grow.
   const writer = new LineWriter(buffers, copy.length * 2 + LINE_OVERHEAD);
   const idAt: number[] = [];

@@ -1,4 +1,5 @@
 import { isControlCode } from '@app/common/control-characters';
+import { SENT_FIELD_NAMES } from '@app/common/events/event-fields';
 import { normaliseLocale, normaliseTimezone } from './context-formats';
 import { EVENT_LIMITS, FUTURE_TOLERANCE_MS, MAX_ISSUES_PER_EVENT, REDACTED } from './ingest.limits';
 import type { SuppressionMatcher } from '@app/common/suppressions/user-suppressions';
@@ -41,22 +42,8 @@ export interface EventRules {
   suppressed?: SuppressionMatcher | null;
 }
 
-const CONTEXT_FIELDS = ['platform', 'appVersion', 'buildNumber', 'osVersion', 'deviceModel'] as const;
-
-const KNOWN_FIELDS = new Set<string>([
-  'eventName',
-  'anonymousUserId',
-  'sessionId',
-  'eventTime',
-  'eventId',
-  'isTestMode',
-  'floatValue',
-  'payload',
-  'locale',
-  'timezone',
-  'privacyMode',
-  ...CONTEXT_FIELDS,
-]);
+// The fields an event may carry (EVENT_FIELDS), and privacyMode, which is read but not stored.
+const KNOWN_FIELDS = new Set<string>([...SENT_FIELD_NAMES, 'privacyMode']);
 
 type Raw = Record<string, unknown>;
 

@@ -85,28 +85,29 @@ describe('ingest columns', () => {
     expect(INSERT_ROWS).not.toContain(`$${n + 6}`);
   });
 
-  it('keeps the 18 columns, types and parameter numbers of the hand-written statement', () => {
+  it('has a column per stored field but the id, in the order, names and types of EVENT_FIELDS', () => {
     expect(inputUnnest().params.map((p) => `$${p.k}::${p.type}[]`)).toEqual(
       [
-        '$1::uuid[] $2::timestamptz[] $3::text[] $4::timestamptz[] $5::bigint[] $6::text[]',
-        '$7::text[] $8::text[] $9::boolean[] $10::text[] $11::text[] $12::text[] $13::text[]',
-        '$14::text[] $15::text[] $16::text[] $17::float8[] $18::json[]',
+        '$1::uuid[] $2::text[] $3::text[] $4::text[] $5::bigint[] $6::timestamptz[] $7::timestamptz[]',
+        '$8::text[] $9::boolean[] $10::text[] $11::text[] $12::text[] $13::text[] $14::text[]',
+        '$15::text[] $16::text[] $17::float8[] $18::json[]',
       ]
         .join(' ')
         .split(' '),
     );
     expect(inputUnnest().names.join(' ')).toBe(
-      'app_id received_at event_id ts event_time event_name anonymous_user_id session_id is_test_mode ' +
-        'platform app_version build_number os_version device_model locale timezone float_value payload n',
+      'app_id event_name anonymous_user_id session_id event_time ts received_at event_id is_test_mode ' +
+        'platform app_version build_number os_version device_model locale timezone float_value payload_json n',
     );
   });
 
-  it('stores every input column in events, payload as payload_json', () => {
+  it('stores every input column in events under its name, payload as payload_json', () => {
     const [, columns, values] = /INSERT INTO events \(([^)]*)\)\s+SELECT ([^\n]*)\n/.exec(INSERT_ROWS)!;
     const stored = columns.split(', ');
     expect(stored).toHaveLength(INGEST_COLUMNS.length);
     expect(stored).toContain('payload_json');
     expect(stored).not.toContain('payload');
+    expect(stored).toEqual(INGEST_COLUMNS.map((c) => c.name));
     expect(values.split(', ')).toEqual(INGEST_COLUMNS.map((c) => `i.${c.name}`));
   });
 
@@ -135,7 +136,7 @@ describe('ingest columns', () => {
     expect(column('locale')).toEqual([null, 'de-DE', null]);
     expect(column('timezone')).toEqual([null, null, 'Europe/Berlin']);
     // json's binary form is its text.
-    expect(column('payload')).toEqual(['{"plan":"pro"}', null, null]);
+    expect(column('payload_json')).toEqual(['{"plan":"pro"}', null, null]);
   });
 
   it('writes the app of each row from its batch', () => {

@@ -1,14 +1,6 @@
 import { DAY_MS } from '@app/common/time';
 
-/** Field limits of an event (docs/ingest.md). Lengths count Unicode code points. */
-export const EVENT_LIMITS = {
-  eventNameMax: 200,
-  identifierMax: 200,
-  contextMax: 100,
-  payloadMaxKeys: 100,
-  payloadKeyMax: 128,
-  payloadStringMax: 1024,
-} as const;
+export { EVENT_LIMITS } from '@app/common/events/event-fields';
 
 /** A client clock off by more than this (per `sentAt`) has its event times corrected. */
 export const CLOCK_SKEW_TOLERANCE_MS = 5 * 60_000;

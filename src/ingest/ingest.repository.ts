@@ -22,7 +22,7 @@ import { withDriverClient } from '@app/database/driver-client';
 //    budget when it was sent (tally_ingest_in_time raises otherwise), so that no event commits
 //    later than that after its receivedAt: the export horizon rests on it (docs/decisions.md).
 //  - The result lists the input positions (1-based) whose eventId was a duplicate.
-// The input columns come from INGEST_COLUMNS, whose arrays arrive first, in PostgreSQL's binary
+// The input columns come from INGEST_COLUMNS (the stored event's fields, common/events), whose arrays arrive first, in PostgreSQL's binary
 // format (see columnArrays); then the dedup window (text), the dirty marks and the budget.
 
 /** The SQL type of each element type, as the statement casts its arrays. */
@@ -40,7 +40,7 @@ const SQL_TYPE: Record<ColumnType, string> = {
 const after = (k: number) => `$${INGEST_COLUMNS.length + k}`;
 const unnestArrays = INGEST_COLUMNS.map((c, k) => `$${k + 1}::${SQL_TYPE[c.type]}[]`).join(', ');
 const inputNames = INGEST_COLUMNS.map((c) => c.name).join(', ');
-const storedNames = INGEST_COLUMNS.map((c) => c.stored ?? c.name).join(', ');
+const storedNames = inputNames;
 const storedValues = INGEST_COLUMNS.map((c) => `i.${c.name}`).join(', ');
 
 export const INSERT_ROWS = `
@@ -112,7 +112,7 @@ function selectRows(batches: WriteBatch[], duplicates: number[][]) {
 
 // Prepared once per connection, so PostgreSQL plans this large statement once rather than on
 // every batch. Bump the suffix whenever the statement's text changes, INGEST_COLUMNS included.
-const STATEMENT_NAME = 'tally_ingest_rows_v6';
+const STATEMENT_NAME = 'tally_ingest_rows_v7';
 
 interface PgClient {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: { n: number }[] }>;

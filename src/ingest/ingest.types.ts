@@ -1,3 +1,5 @@
+import type { EventPayload, EventValues } from '@app/common/events/event-fields';
+
 /** Per-event codes that reject the event. Stable: SDKs switch on them. */
 export type EventErrorCode =
   | 'missing_field'
@@ -40,29 +42,15 @@ export interface EventIssue<C extends string = EventErrorCode | EventWarningCode
 export type { PiiPolicy } from '@app/config/config';
 
 export type PayloadValue = string | number | boolean;
-export type Payload = Record<string, PayloadValue>;
+export type Payload = EventPayload;
 
-/** An event that passed validation, normalised and ready to store. */
-export interface AcceptedEvent {
+/**
+ * An event that passed validation, normalised and ready to store: the event's own fields of
+ * EVENT_FIELDS (`ts` is the effective time, skew-corrected and clamped, epoch ms; `eventTime` is
+ * as sent), and its position in the request.
+ */
+export interface AcceptedEvent extends EventValues {
   index: number;
-  eventId: string | null;
-  eventName: string;
-  anonymousUserId: string | null;
-  sessionId: string | null;
-  /** As sent, epoch ms. */
-  eventTime: number | null;
-  /** The effective time (skew-corrected, clamped), epoch ms. */
-  ts: number;
-  isTestMode: boolean;
-  platform: string | null;
-  appVersion: string | null;
-  buildNumber: string | null;
-  osVersion: string | null;
-  deviceModel: string | null;
-  locale: string | null;
-  timezone: string | null;
-  floatValue: number | null;
-  payload: Payload | null;
 }
 
 /** The 200 body of POST /api/ingest (the batch metering result). */

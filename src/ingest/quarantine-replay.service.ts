@@ -11,7 +11,11 @@ import type { QuarantineFilters, ReplayRow } from '@app/plans/quarantine.types';
 import { commitWithinMs, dedupWindowMs } from './ingest.limits';
 import { IngestRepository } from './ingest.repository';
 import type { AcceptedEvent } from './ingest.types';
+import { fieldsFrom, keyOf, type EventValues } from '@app/common/events/event-fields';
 import { EventNameBound, type EventNameAdmission } from './event-name-bound';
+
+/** The keys of an event as ingest holds it. */
+const EVENT_KEYS = fieldsFrom('event').map((f) => keyOf(f) as keyof EventValues);
 
 export type ReplayActor = Parameters<PlansService['recordReplay']>[1];
 
@@ -30,26 +34,11 @@ export interface ReplayResult {
 export const REPLAY_CHUNK = 2000;
 export const REPLAY_PARALLEL = 2;
 
+/** The event ingest would have accepted: the row's values under their keys, at `index`. */
 function toEvent(row: ReplayRow, index: number): AcceptedEvent {
-  return {
-    index,
-    eventId: row.eventId,
-    eventName: row.eventName,
-    anonymousUserId: row.anonymousUserId,
-    sessionId: row.sessionId,
-    eventTime: row.eventTime,
-    ts: row.ts,
-    isTestMode: row.isTestMode,
-    platform: row.platform,
-    appVersion: row.appVersion,
-    buildNumber: row.buildNumber,
-    osVersion: row.osVersion,
-    deviceModel: row.deviceModel,
-    locale: row.locale,
-    timezone: row.timezone,
-    floatValue: row.floatValue,
-    payload: row.payload,
-  };
+  const event: Record<string, unknown> = { index };
+  for (const key of EVENT_KEYS) event[key] = row[key];
+  return event as unknown as AcceptedEvent;
 }
 
 /** Where the next chunk starts: after a position, from the start (null), or nowhere (the end). */

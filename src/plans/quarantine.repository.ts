@@ -3,73 +3,63 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { microsLiteral, type CursorPosition } from '@app/common/reads/cursor';
 import type { Rejection } from './plan-gate';
+import {
+  columnOf,
+  FIELD_TYPES,
+  fieldsFrom,
+  keyOf,
+  type EventFieldSpec,
+} from '@app/common/events/event-fields';
+import { eventRowColumns } from '@app/common/reads/event-record';
 import type { QuarantineEvent, QuarantineFilters, QuarantineRow, ReplayRow } from './quarantine.types';
 
 const PARTITION_NAME = /^quarantine_p(\d{4})(\d{2})(\d{2})$/;
 
-const COLUMNS = `id::text AS id, app_id, (extract(epoch FROM received_at) * 1000000)::bigint::text AS received_us,
-  floor(extract(epoch FROM ts) * 1000)::bigint::text AS ts_ms, event_time::text AS event_time, event_name,
-  event_id, anonymous_user_id, session_id, is_test_mode, platform, app_version, build_number, os_version,
-  device_model, locale, timezone, float_value, payload_json AS payload, code, violations`;
+const COLUMNS = `${eventRowColumns('quarantine')}, code, violations`;
 
-// What a replay reads of a quarantined event: ingest's fields under ingest's names, so that the
+/** The fields of an event as ingest holds it (EventValues), each under its key. */
+const EVENT_VALUES = fieldsFrom('event');
+
+/** A field in a replay's select list: as ingest holds it, times and bigints as numbers. */
+function replayExpression(f: EventFieldSpec): string {
+  if (f.type === 'timestamptz') return `floor(extract(epoch FROM ${f.column}) * 1000)::float8`;
+  if (f.type === 'int8') return `${f.column}::float8`;
+  return f.column;
+}
+
+// What a replay reads of a quarantined event: ingest's fields under ingest's keys, so that the
 // driver's rows are used as they come, and not the violations (the replay checks again).
-const REPLAY_COLUMNS = `id::text AS id, (extract(epoch FROM received_at) * 1000000)::bigint::text AS "receivedUs",
-  floor(extract(epoch FROM ts) * 1000)::float8 AS ts, event_time::float8 AS "eventTime", event_name AS "eventName",
-  event_id AS "eventId", anonymous_user_id AS "anonymousUserId", session_id AS "sessionId",
-  is_test_mode AS "isTestMode", platform, app_version AS "appVersion", build_number AS "buildNumber",
-  os_version AS "osVersion", device_model AS "deviceModel", locale, timezone, float_value AS "floatValue",
-  payload_json AS payload`;
+const REPLAY_COLUMNS = [
+  'id::text AS id',
+  `(extract(epoch FROM ${columnOf('receivedAt')}) * 1000000)::bigint::text AS "receivedUs"`,
+  ...EVENT_VALUES.map((f) => `${replayExpression(f)} AS "${keyOf(f)}"`),
+].join(', ');
 
-interface Row {
-  id: string;
-  app_id: string;
-  received_us: string;
-  ts_ms: string;
-  event_time: string | null;
-  event_name: string;
-  event_id: string | null;
-  anonymous_user_id: string | null;
-  session_id: string | null;
-  is_test_mode: boolean;
-  platform: string | null;
-  app_version: string | null;
-  build_number: string | null;
-  os_version: string | null;
-  device_model: string | null;
-  locale: string | null;
-  timezone: string | null;
-  float_value: number | null;
-  payload: QuarantineEvent['payload'];
-  code: QuarantineRow['code'];
-  violations: QuarantineRow['violations'];
-}
-
-function toRow(r: Row): QuarantineRow {
-  return {
-    id: r.id,
-    appId: r.app_id,
-    receivedUs: BigInt(r.received_us),
-    ts: Number(r.ts_ms),
-    eventTime: r.event_time === null ? null : Number(r.event_time),
-    eventName: r.event_name,
-    eventId: r.event_id,
-    anonymousUserId: r.anonymous_user_id,
-    sessionId: r.session_id,
-    isTestMode: r.is_test_mode,
-    platform: r.platform,
-    appVersion: r.app_version,
-    buildNumber: r.build_number,
-    osVersion: r.os_version,
-    deviceModel: r.device_model,
-    locale: r.locale,
-    timezone: r.timezone,
-    floatValue: r.float_value,
-    payload: r.payload,
-    code: r.code,
-    violations: r.violations,
-  };
-}
+// The insert of quarantined events: the event's fields from a JSON record set under their keys
+// (times as epoch ms), then the app and the receive time (parameters), the code and violations.
+const INSERT_COLUMNS = [
+  columnOf('appId'),
+  columnOf('receivedAt'),
+  ...EVENT_VALUES.map((f) => f.column),
+  'code',
+  'violations',
+].join(', ');
+const INSERT_VALUES = [
+  '$1',
+  'to_timestamp($2::float8 / 1000)',
+  ...EVENT_VALUES.map((f) =>
+    f.type === 'timestamptz' ? `to_timestamp(r."${keyOf(f)}"::float8 / 1000)` : `r."${keyOf(f)}"`,
+  ),
+  'r.code',
+  'r.violations',
+].join(', ');
+const RECORD_TYPES = [
+  ...EVENT_VALUES.map(
+    (f) => `"${keyOf(f)}" ${f.type === 'timestamptz' ? 'bigint' : FIELD_TYPES[f.type].cast}`,
+  ),
+  'code text',
+  'violations jsonb',
+].join(', ');
 
 /** WHERE clauses for an app, the filters and a position (newest first, or oldest first). */
 function whereOf(
@@ -135,38 +125,12 @@ export class QuarantineRepository {
     receivedAt: number,
     rejected: Rejection<QuarantineEvent>[],
   ): Promise<void> {
-    const rows = rejected.map(({ event: e, code, violations }) => ({
-      ts: e.ts,
-      event_time: e.eventTime,
-      event_name: e.eventName,
-      event_id: e.eventId,
-      anonymous_user_id: e.anonymousUserId,
-      session_id: e.sessionId,
-      is_test_mode: e.isTestMode,
-      platform: e.platform,
-      app_version: e.appVersion,
-      build_number: e.buildNumber,
-      os_version: e.osVersion,
-      device_model: e.deviceModel,
-      locale: e.locale,
-      timezone: e.timezone,
-      float_value: e.floatValue,
-      payload: e.payload,
-      code,
-      violations,
-    }));
+    // Extra keys of an event (ingest's index) are not in the record set, and so ignored.
+    const rows = rejected.map(({ event, code, violations }) => ({ ...event, code, violations }));
     await manager.query(
-      `INSERT INTO quarantine (app_id, received_at, ts, event_time, event_name, event_id, anonymous_user_id,
-                               session_id, is_test_mode, platform, app_version, build_number, os_version,
-                               device_model, locale, timezone, float_value, payload_json, code, violations)
-       SELECT $1, to_timestamp($2::float8 / 1000), to_timestamp(r.ts::float8 / 1000), r.event_time, r.event_name,
-              r.event_id, r.anonymous_user_id, r.session_id, r.is_test_mode, r.platform, r.app_version,
-              r.build_number, r.os_version, r.device_model, r.locale, r.timezone, r.float_value, r.payload,
-              r.code, r.violations
-         FROM json_to_recordset($3::json) AS r(ts bigint, event_time bigint, event_name text, event_id text,
-              anonymous_user_id text, session_id text, is_test_mode boolean, platform text, app_version text,
-              build_number text, os_version text, device_model text, locale text, timezone text,
-              float_value float8, payload json, code text, violations jsonb)`,
+      `INSERT INTO quarantine (${INSERT_COLUMNS})
+       SELECT ${INSERT_VALUES}
+         FROM json_to_recordset($3::json) AS r(${RECORD_TYPES})`,
       [appId, receivedAt, JSON.stringify(rows)],
     );
   }
@@ -180,12 +144,11 @@ export class QuarantineRepository {
   async page(appId: string, filters: QuarantineFilters, after: CursorPosition | null, limit: number) {
     const { params, where } = whereOf(appId, filters, after, true);
     params.push(limit);
-    const rows = (await this.db.query(
+    return (await this.db.query(
       `SELECT ${COLUMNS} FROM quarantine WHERE ${where}
         ORDER BY quarantine.received_at DESC, quarantine.id DESC LIMIT $${params.length}`,
       params,
-    )) as Row[];
-    return rows.map(toRow);
+    )) as QuarantineRow[];
   }
 
   /**

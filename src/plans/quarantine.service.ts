@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { decodeCursor, encodeCursor } from '@app/common/reads/cursor';
 import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 import { cursorPosition } from '@app/common/reads/signed-cursor';
-import { presentEventId } from '@app/common/event-ids';
+import { toEventRecord } from '@app/common/reads/event-record';
 import { DAY_MS, utcDateString } from '@app/common/time';
 import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import type { QuarantineRecord } from './quarantine.dto';
@@ -14,31 +14,9 @@ export interface QuarantinePage {
   nextCursor: string | null;
 }
 
-/** A quarantined event as answers show it; its id is opaque, as an event record's is. */
+/** A quarantined event as answers show it: its event record (the id opaque), code and violations. */
 export function toQuarantineRecord(secret: Buffer, row: QuarantineRow): QuarantineRecord {
-  return {
-    id: presentEventId(secret, row.appId, row.id),
-    appId: row.appId,
-    eventName: row.eventName,
-    anonymousUserId: row.anonymousUserId,
-    sessionId: row.sessionId,
-    eventTime: row.eventTime,
-    timestamp: row.ts,
-    receivedAt: Number(row.receivedUs / 1000n),
-    eventId: row.eventId,
-    isTestMode: row.isTestMode,
-    platform: row.platform,
-    appVersion: row.appVersion,
-    buildNumber: row.buildNumber,
-    osVersion: row.osVersion,
-    deviceModel: row.deviceModel,
-    locale: row.locale,
-    timezone: row.timezone,
-    floatValue: row.floatValue,
-    payload: row.payload,
-    code: row.code,
-    violations: row.violations,
-  };
+  return { ...toEventRecord(secret, row), code: row.code, violations: row.violations };
 }
 
 /** Reading the quarantine, and the upkeep of its daily partitions (run by QuarantineMaintenanceJob). */
@@ -60,7 +38,7 @@ export class QuarantineService {
     const last = page[page.length - 1];
     const nextCursor =
       rows.length > limit
-        ? encodeCursor(secret, appId, binding, { receivedUs: last.receivedUs, id: BigInt(last.id) })
+        ? encodeCursor(secret, appId, binding, { receivedUs: BigInt(last.receivedAt), id: BigInt(last.id) })
         : null;
     return {
       events: page.map((row) => toQuarantineRecord(secret, row)),

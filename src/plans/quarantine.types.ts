@@ -1,40 +1,22 @@
+import type { EventValues } from '@app/common/events/event-fields';
+import type { EventRow } from '@app/common/reads/event-record';
 import type { PlannedEvent, Violation, ViolationCode } from './plan.types';
 
 /** An event as ingest would have stored it (the shape of ingest's accepted event). */
-export interface QuarantineEvent extends PlannedEvent {
-  eventId: string | null;
-  anonymousUserId: string | null;
-  sessionId: string | null;
-  /** As sent, epoch ms. */
-  eventTime: number | null;
-  /** The effective time, epoch ms. */
-  ts: number;
-  isTestMode: boolean;
-  platform: string | null;
-  appVersion: string | null;
-  buildNumber: string | null;
-  osVersion: string | null;
-  deviceModel: string | null;
-  locale: string | null;
-  timezone: string | null;
-}
+export type QuarantineEvent = EventValues & PlannedEvent;
 
-/** One quarantined event as read back. */
-export interface QuarantineRow extends QuarantineEvent {
-  id: string;
-  appId: string;
-  /** Epoch microseconds, for the cursor. */
-  receivedUs: bigint;
+/** One quarantined event as read back: the stored row as events read it, and why it was kept. */
+export type QuarantineRow = EventRow & {
   code: ViolationCode;
   violations: Violation[];
-}
+};
 
 /** One quarantined event as a replay reads it: the event, its id, and its receive time for the cursor. */
-export interface ReplayRow extends QuarantineEvent {
+export type ReplayRow = QuarantineEvent & {
   id: string;
   /** Epoch microseconds, as a decimal string. */
   receivedUs: string;
-}
+};
 
 export interface QuarantineFilters {
   eventName?: string;

@@ -1,7 +1,11 @@
 import { ApiProperty } from '@nestjs/swagger';
+import type { EventRecord } from '@app/common/events/event-fields';
 
-/** One event as GET /api/v1/events returns it. Every field is present; absent values are null. */
-export class EventRecordDto {
+/**
+ * One event as GET /api/v1/events returns it. Every field is present; absent values are null.
+ * The OpenAPI schema of EventRecord (common/events/event-fields.ts); a test keeps the two equal.
+ */
+export class EventRecordDto implements EventRecord {
   @ApiProperty({
     description:
       'Server-assigned id, opaque and specific to the app: 22 base64url characters. Stable for an event; ' +

@@ -1,66 +1,84 @@
 import { presentEventId } from '@app/common/event-ids';
+import {
+  EVENT_FIELDS,
+  type EventField,
+  type EventFieldSpec,
+  type EventPayload,
+  type EventRecord,
+} from '@app/common/events/event-fields';
 import type { EventRecordDto } from './event-record.dto';
 
-/**
- * One stored event as the read queries return it (bigints still as strings). Both
- * `GET /api/v1/events` and the export select it with EVENT_ROW_COLUMNS and present it with
- * `toEventRecord`, so the two always give the same record.
- */
-export interface EventRow {
+/** Each type as the read select list gives it (bigints and times as decimal text). */
+interface RowValues {
   id: string;
-  app_id: string;
-  event_name: string;
-  anonymous_user_id: string | null;
-  session_id: string | null;
-  event_time: string | null;
-  ts_ms: string;
-  received_us: string;
-  event_id: string | null;
-  is_test_mode: boolean;
-  platform: string | null;
-  app_version: string | null;
-  build_number: string | null;
-  os_version: string | null;
-  device_model: string | null;
-  locale: string | null;
-  timezone: string | null;
-  float_value: number | null;
-  payload: Record<string, string | number | boolean> | null;
+  uuid: string;
+  /** Epoch ms, or epoch µs for a position field. */
+  timestamptz: string;
+  int8: string;
+  text: string;
+  bool: boolean;
+  float8: number;
+  json: EventPayload;
+}
+
+/**
+ * One stored event as the read queries return it, under the record's keys. Both
+ * `GET /api/v1/events` and the export select it with EVENT_ROW_COLUMNS and present it with
+ * `toEventRecord`, so the two always give the same record; the quarantine reads its rows alike.
+ */
+export type EventRow = {
+  [F in EventField as F['name']]: RowValues[F['type']] | (F['nullable'] extends true ? null : never);
+};
+
+/** A field's value in the select list: times as epoch ms (position fields: µs), bigints as text. */
+function selectExpression(f: EventFieldSpec, legacy: boolean): string {
+  const c = f.column;
+  switch (f.type) {
+    case 'id':
+    case 'int8':
+      return `${c}::text`;
+    case 'timestamptz':
+      return f.position
+        ? `(extract(epoch FROM ${c}) * 1000000)::bigint::text`
+        : `floor(extract(epoch FROM ${c}) * 1000)::bigint::text`;
+    case 'json':
+      return legacy && f.legacyColumn ? `coalesce(${c}, ${f.legacyColumn}::json)` : c;
+    default:
+      return c;
+  }
+}
+
+/**
+ * The select list that yields an EventRow, over a table with the stored event's columns:
+ * `events` (whose older payload column is read where the json one is null) or `quarantine`.
+ */
+export function eventRowColumns(table: 'events' | 'quarantine'): string {
+  return EVENT_FIELDS.map((f) => `${selectExpression(f, table === 'events')} AS "${f.name}"`).join(', ');
 }
 
 /** The select list (over `events`) that yields an EventRow. */
-export const EVENT_ROW_COLUMNS = `id::text AS id, app_id, event_name, anonymous_user_id, session_id,
-       event_time::text AS event_time,
-       floor(extract(epoch FROM ts) * 1000)::bigint::text AS ts_ms,
-       (extract(epoch FROM received_at) * 1000000)::bigint::text AS received_us,
-       event_id, is_test_mode, platform, app_version, build_number, os_version,
-       device_model, locale, timezone, float_value,
-       coalesce(payload_json, payload::json) AS payload`;
+export const EVENT_ROW_COLUMNS = eventRowColumns('events');
+
+function present(f: EventFieldSpec, value: unknown): unknown {
+  if (value === null) return null;
+  switch (f.type) {
+    case 'int8':
+      return Number(value);
+    case 'timestamptz':
+      return f.position ? Number(BigInt(value as string) / 1000n) : Number(value);
+    default:
+      return value;
+  }
+}
 
 /**
  * The record every read answers with, for one stored row. `secret` is the cursor key, from which
  * each app's opaque ids are derived (src/common/event-ids.ts).
  */
 export function toEventRecord(secret: Buffer, row: EventRow): EventRecordDto {
-  return {
-    id: presentEventId(secret, row.app_id, row.id),
-    appId: row.app_id,
-    eventName: row.event_name,
-    anonymousUserId: row.anonymous_user_id,
-    sessionId: row.session_id,
-    eventTime: row.event_time === null ? null : Number(row.event_time),
-    timestamp: Number(row.ts_ms),
-    receivedAt: Number(BigInt(row.received_us) / 1000n),
-    eventId: row.event_id,
-    isTestMode: row.is_test_mode,
-    platform: row.platform,
-    appVersion: row.app_version,
-    buildNumber: row.build_number,
-    osVersion: row.os_version,
-    deviceModel: row.device_model,
-    locale: row.locale,
-    timezone: row.timezone,
-    floatValue: row.float_value,
-    payload: row.payload,
-  };
+  const record: Record<string, unknown> = {};
+  for (const f of EVENT_FIELDS) {
+    record[f.name] = f.type === 'id' ? presentEventId(secret, row.appId, row.id) : present(f, row[f.name]);
+  }
+  return record as EventRecord;
 }
