@@ -16,8 +16,16 @@ describe('ingest CPU budget per key (INGEST_CPU_MS_PER_SECOND)', () => {
   // 1 ms of CPU per second: the first big batch spends the whole burst and more.
   const t = useTestApp({ INGEST_CPU_MS_PER_SECOND: '1', INGEST_RATE_REQUESTS: '1000' });
 
+  /** Another app's request: for the next second, keys on the instance are contended and shares bind. */
+  async function anotherAppIngests(): Promise<void> {
+    const other = await makeTenant(t.app);
+    const res = await postIngest(t.http, other.liveKey, { events: [{ eventName: 'other.app' }] });
+    expect(res.status).toBe(200);
+  }
+
   it('a key over its share gets 429 rate_limited with Retry-After; rejected events count too', async () => {
     const attacker = await makeTenant(t.app);
+    await anotherAppIngests();
     const first = await postIngest(t.http, attacker.liveKey, rejectedBatch('a'));
     expect(first.status).toBe(200);
     expect(first.body).toEqual(expect.objectContaining({ received: 1000, accepted: 0, rejected: 1000 }));
@@ -33,9 +41,18 @@ describe('ingest CPU budget per key (INGEST_CPU_MS_PER_SECOND)', () => {
 
   it("a key's batches sent together take turns: once its share is spent, the waiting ones get 429", async () => {
     const attacker = await makeTenant(t.app);
+    // Another app keeps sending while the attacker's batches wait their turns (a turn's pause
+    // can outlast the contention window of one request).
+    await anotherAppIngests();
+    let attacking = true;
+    const other = (async () => {
+      while (attacking) await anotherAppIngests();
+    })();
     const answers = await Promise.all(
       ['t1', 't2', 't3'].map((tag) => postIngest(t.http, attacker.liveKey, rejectedBatch(tag))),
     );
+    attacking = false;
+    await other;
     const served = answers.filter((r) => r.status === 200);
     const refused = answers.filter((r) => r.status !== 200);
     // The first to get the turn spends the whole share; the others are refused, before or after
@@ -48,6 +65,20 @@ describe('ingest CPU budget per key (INGEST_CPU_MS_PER_SECOND)', () => {
       expect(r.body).toEqual(expect.objectContaining({ limitCpuMsPerSecond: 1 }));
       expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     }
+  });
+
+  it('a key alone on the instance is neither refused nor paused: shares bind only while others are active', async () => {
+    const alone = await makeTenant(t.app);
+    // Past every other app's last request by more than the contention window.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const answers = [];
+    for (const tag of ['s1', 's2', 's3'])
+      answers.push(await postIngest(t.http, alone.liveKey, rejectedBatch(tag)));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    // Another app arrives: the key's share binds again.
+    await anotherAppIngests();
+    await postIngest(t.http, alone.liveKey, rejectedBatch('s4'));
+    expectProblem(await postIngest(t.http, alone.liveKey, rejectedBatch('s5')), 429, 'rate_limited');
   });
 
   it("another key is not charged for the first key's spending", async () => {

@@ -257,8 +257,9 @@ async function oneAttacker({ dist, url, seconds, log, quick, name }) {
   const env = { ...DEFAULT_LIMITS, INGEST_CPU_MS_PER_SECOND: '', EXPORT_SETTLE_MS: String(EXPORT_SETTLE_MS) };
   const server = await startServer({ dist, databaseUrl: url, env });
   try {
-    const attacker = moreAttackers(quick)[name];
-    if (!attacker) throw new Error(`no attacker ${name}: ${Object.keys(moreAttackers(quick)).join(', ')}`);
+    const choices = { rejectedBatches: attackers.rejectedBatches, ...moreAttackers(quick) };
+    const attacker = choices[name];
+    if (!attacker) throw new Error(`no attacker ${name}: ${Object.keys(choices).join(', ')}`);
     const context = { cli, dist, url, baseUrl: server.baseUrl, exportSettleMs: EXPORT_SETTLE_MS };
     const victim = await tenant(cli, dist, url, 'victim');
     await phase({ baseUrl: server.baseUrl, victim, seconds: 1 });

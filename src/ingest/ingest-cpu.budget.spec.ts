@@ -11,6 +11,8 @@ describe('IngestCpuBudgets turns', () => {
 
   it('charges a turn when it ends, so a request that waited is refused at its turn once the share is spent', async () => {
     const b = budgets(10);
+    // Another app's request on the instance: k is contended, and its share binds.
+    b.admit('other');
     const first = b.admit('k');
     const second = b.admit('k');
     await first.beginTurn();
@@ -20,7 +22,10 @@ describe('IngestCpuBudgets turns', () => {
     );
     first.ms = 50;
     first.endTurn();
-    await jest.advanceTimersByTimeAsync(1_000);
+    await jest.advanceTimersByTimeAsync(999);
+    // The other app is still active when k's pause ends.
+    b.admit('other');
+    await jest.advanceTimersByTimeAsync(1);
     const refusal = await waiting;
     expect(refusal).toBeInstanceOf(AppError);
     expect(refusal).toEqual(expect.objectContaining({ code: 'rate_limited' }));
@@ -31,6 +36,31 @@ describe('IngestCpuBudgets turns', () => {
     b.charge('k', second);
     // The first request's cost is charged once: 50 ms, 40 over the 10 ms burst.
     expect(b.overdrawn('k', 10)).toBe(3_000);
+  });
+
+  it('a key alone is neither paused nor refused, however much it spends; a second key makes it bind', async () => {
+    const b = budgets(10);
+    const first = b.admit('k');
+    const second = b.admit('k');
+    await first.beginTurn();
+    const turn = second.beginTurn();
+    first.ms = 500;
+    first.endTurn();
+    // Its next turn comes on the next turn of the event loop, with no pause and no 429.
+    await jest.advanceTimersByTimeAsync(0);
+    await expect(turn).resolves.toBeUndefined();
+    second.ms = 500;
+    b.charge('k', first);
+    b.charge('k', second);
+    expect(() => b.admit('k').endTurn()).not.toThrow();
+    // Another app arrives: k's spending counts again from a full burst, and it is soon refused.
+    b.admit('other');
+    const third = b.admit('k');
+    await third.beginTurn();
+    third.ms = 50;
+    third.endTurn();
+    b.charge('k', third);
+    expect(() => b.admit('k')).toThrow(expect.objectContaining({ code: 'rate_limited' }));
   });
 
   it('a meter without a key has no turn to wait for', async () => {

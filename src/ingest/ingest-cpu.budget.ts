@@ -3,6 +3,7 @@ import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { AppError } from '@app/common/app-error';
 import { KeyTimeBudgets } from '@app/common/rate-limit/time-budget';
 import { KeyTurns } from '@app/common/rate-limit/key-turns';
+import { ActiveKeys } from '@app/common/rate-limit/active-keys';
 
 /**
  * Reading a body costs the server more than the request's own code shows: Node's socket reads
@@ -80,18 +81,26 @@ export class CpuMeter {
  * coming back after a Retry-After) ran back to back, and another app's request waited for all
  * of them. The budget is charged at the end of each turn and checked again at the start of the
  * next, so a key's queued requests get their 429 as soon as it has spent its share.
+ *
+ * Shares bind only while the key is contended: while another key has sent a request to this
+ * instance within the last second (ActiveKeys). A key alone is neither paused nor refused, and
+ * its credit is kept full, so the one relay key of a company gets the whole instance; the moment
+ * another app's request arrives, both are held to their shares again.
  */
 @Injectable()
 export class IngestCpuBudgets extends KeyTimeBudgets {
   private readonly turns = new KeyTurns();
+  private readonly active = new ActiveKeys(CONTENTION_WINDOW_MS);
 
   constructor(@Inject(APP_CONFIG) private readonly config: ConfigSlice<'ingestCpuMsPerSecond'>) {
     super((msPerSecond) => msPerSecond);
   }
 
   /** Admits a request of the key, or throws 429 `rate_limited` while it is over its share. */
-  admit(keyId: string): CpuMeter {
+  admit(keyId: string, now = Date.now()): CpuMeter {
     const msPerSecond = this.config.ingestCpuMsPerSecond;
+    this.active.touch(keyId, now);
+    if (!this.active.othersActive(keyId, now)) this.forgive(keyId, msPerSecond);
     const admission = this.take(keyId, Number.POSITIVE_INFINITY, msPerSecond);
     if (!admission.ok) {
       // The body is not read: closing the connection spares the server the rest of the upload.
@@ -114,6 +123,7 @@ export class IngestCpuBudgets extends KeyTimeBudgets {
   private async beginTurn(keyId: string, meter: CpuMeter): Promise<void> {
     await this.turns.take(keyId);
     meter.holding = true;
+    if (!this.active.othersActive(keyId, Date.now())) this.forgive(keyId, this.config.ingestCpuMsPerSecond);
     const retryAfterMs = this.overdrawn(keyId, this.config.ingestCpuMsPerSecond);
     if (retryAfterMs !== null) {
       this.endTurn(keyId, meter);
@@ -128,7 +138,9 @@ export class IngestCpuBudgets extends KeyTimeBudgets {
     const spent = meter.ms - meter.charged;
     this.spend(keyId, spent);
     meter.charged = meter.ms;
-    this.turns.release(keyId, spent, this.config.ingestCpuMsPerSecond / 1000);
+    // Alone, the key's next turn follows at once; contended, after its pause.
+    const share = this.active.othersActive(keyId, Date.now()) ? this.config.ingestCpuMsPerSecond / 1000 : 1;
+    this.turns.release(keyId, spent, share);
   }
 
   private overBudget(retryAfterMs: number, headers: Record<string, string>): AppError {
@@ -143,3 +155,6 @@ export class IngestCpuBudgets extends KeyTimeBudgets {
     );
   }
 }
+
+/** Another key's request within this long makes a key contended, and its share bind. */
+const CONTENTION_WINDOW_MS = 1000;

@@ -33,6 +33,15 @@ export class KeyTimeBudgets {
     return { ok: true };
   }
 
+  /** Gives the key back a full burst of credit, forgiving what it spent (it was alone). */
+  forgive(keyId: string, msPerSecond: number, now = Date.now()): void {
+    const entry = this.keys.get(keyId);
+    if (entry) {
+      entry.credit = this.burstMs(msPerSecond);
+      entry.refilledAt = now;
+    }
+  }
+
   /** Charges `spentMs` of a request that is still running (its `give` charges only the rest). */
   spend(keyId: string, spentMs: number): void {
     const entry = this.keys.get(keyId);
