@@ -21,7 +21,10 @@
 // user, bench/scenarios/erasure.mjs, the `erasure` section), --export [--export-events N] (only
 // the raw export, bench/scenarios/export.mjs, the `export` section), --plans (only the
 // tracking-plan figures, bench/scenarios/plans.mjs, the `plans` section), --backup
-// [--backup-events N] (only tally backup and restore, bench/scenarios/backup.mjs, the `backup` section).
+// [--backup-events N] (only tally backup and restore, bench/scenarios/backup.mjs, the `backup` section),
+// --one-key (one ingest key alone: closed-loop throughput at the default and at lifted limits
+// against the same run's database ceiling, then open-loop latency at 50, 80 and 95 % of that peak,
+// bench/scenarios/one-key.mjs, the `oneKey` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -153,6 +156,7 @@ const STANDALONE_SECTIONS = [
   'plans',
   'backup',
   'authRefusals',
+  'oneKey',
 ];
 
 function previousSection(name) {
@@ -185,6 +189,7 @@ const STANDALONE_MODES = {
   export: () => import('./scenarios/export.mjs').then((m) => m.exportBenchmarkMain({ root: ROOT, log, git })),
   plans: () => import('./scenarios/plans.mjs').then((m) => m.plansBenchmarkMain()),
   backup: () => import('./scenarios/backup.mjs').then((m) => m.backupBenchmarkMain({ root: ROOT, log, git })),
+  'one-key': () => import('./scenarios/one-key.mjs').then((m) => m.oneKeyMain()),
 };
 const mode = Object.keys(STANDALONE_MODES).find((name) => flags[name]);
 const run = mode ? STANDALONE_MODES[mode] : main;

@@ -50,6 +50,8 @@ export const { values: flags } = parseArgs({
     // Whether a refused key's answer time tells the kind of refusal (auth-refusals.mjs).
     'auth-refusals': { type: 'boolean', default: false },
     'ingest-only': { type: 'boolean', default: false },
+    // One ingest key alone, closed and open loop (bench/scenarios/one-key.mjs), section `oneKey`.
+    'one-key': { type: 'boolean', default: false },
     // The ingest cost of the event-name bound alone (bench/scenarios/name-bound.mjs).
     'name-bound': { type: 'boolean', default: false },
     // Paired A/B of two builds (bench/scenarios/pair.mjs).
