@@ -40,6 +40,8 @@ export async function openLoop({ url, headers, body, ratePerSec, seconds, drainM
   const intervalMs = 1000 / ratePerSec;
   const byStatus = new Map();
   const pending = new Set();
+  const sendLags = [];
+  let maxInFlight = 0;
   let answered = 0;
   let errors = 0;
   let lastSentAt = 0;
@@ -71,6 +73,8 @@ export async function openLoop({ url, headers, body, ratePerSec, seconds, drainM
     req.end(body(i));
     sent++;
     lastSentAt = performance.now();
+    sendLags.push(lastSentAt - due);
+    if (pending.size > maxInFlight) maxInFlight = pending.size;
   };
 
   await new Promise((resolve) => {
@@ -101,6 +105,10 @@ export async function openLoop({ url, headers, body, ratePerSec, seconds, drainM
     // Arrivals per second actually achieved by the scheduler: sent over the span of sending.
     achievedRatePerSec: sendSeconds > 0 ? (sent - 1) / sendSeconds : null,
     seconds: elapsed,
+    // How late this process handed each request to the socket: the load generator's own delay,
+    // part of every latency. Large values mean the figures measure the client, not the server.
+    sendLagMs: tailOf(sendLags),
+    maxInFlight,
     latenciesByStatus: Object.fromEntries(byStatus),
   };
 }

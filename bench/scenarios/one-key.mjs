@@ -239,7 +239,8 @@ async function openLoopLevels({ server, tenant, pgData, peakEventsPerSec }) {
     log(
       `open loop at ${share * 100} % (${ratePerSec.toFixed(1)} requests/s): achieved ` +
         `${level.achievedRatePerSec?.toFixed(1)}/s, p50 ${level.latencyMs.p50} ms, p99 ${level.latencyMs.p99} ms, ` +
-        `p99.9 ${level.latencyMs.p999} ms, refused ${level.refused}, unanswered ${level.unanswered}`,
+        `p99.9 ${level.latencyMs.p999} ms, refused ${level.refused}, unanswered ${level.unanswered}, ` +
+        `send lag p99 ${level.sendLagMs.p99} ms, at most ${level.maxInFlight} in flight`,
     );
   }
   return levels;
@@ -326,7 +327,8 @@ function summary(section, file) {
     (l) =>
       `  ${String(l.shareOfPeak * 100).padStart(3)} % of peak: ${l.achievedRatePerSec?.toFixed(1)} of ` +
       `${l.intendedRatePerSec.toFixed(1)} requests/s, p50 ${l.latencyMs.p50} ms, p99 ${l.latencyMs.p99} ms, ` +
-      `p99.9 ${l.latencyMs.p999} ms, refused ${l.refused}, unanswered ${l.unanswered}`,
+      `p99.9 ${l.latencyMs.p999} ms, refused ${l.refused}, unanswered ${l.unanswered}, ` +
+      `send lag p99 ${l.sendLagMs.p99} ms`,
   );
   const fmt = (v) => (typeof v === 'number' ? (Math.abs(v) < 10 ? v.toFixed(3) : v.toFixed(1)) : String(v));
   const targets = Object.entries(section.targets).map(
