@@ -10,9 +10,10 @@
 //       INGEST_MAX_QUEUE_MS), the per-key request and event rates raised as in the other runs;
 //     - `productDefaults`: every limit at its default, the per-key rates included (100 requests a
 //       second cap one key at 10,000 events/s of 100-event batches, by design). Reported, not a target.
+//     A full run measures lifted and defaults twice (ABBA) and keeps each one's better run.
 //     Then the database ceiling: the service's own unnest statement from 4 connections.
-//  2. open loop against the `defaults` server: fixed arrival rates of 50 %, 80 % and 95 % of the
-//     `defaults` peak, latency from each request's intended send time.
+//  2. open loop against the last `defaults` server: fixed arrival rates of 50 %, 80 % and 95 % of
+//     the best `defaults` peak, latency from each request's intended send time.
 //  3. the targets beside the figures, each with a pass flag. The mode always exits 0: the figures
 //     are a record, not a gate (and the machine may be shared).
 import fs from 'node:fs';
@@ -349,31 +350,58 @@ function summary(section, file) {
   ].join('\n');
 }
 
+// Runs one after the other on this machine differ by up to a quarter, so the full run measures
+// lifted and defaults twice, in the order ABBA, and keeps each one's better run; every run is in
+// `closedLoopRounds`.
+const ROUNDS = QUICK
+  ? [['lifted', 'defaults']]
+  : [
+      ['lifted', 'defaults'],
+      ['defaults', 'lifted'],
+    ];
+
+const best = (runs) => runs.reduce((a, b) => (b.eventsPerSec > a.eventsPerSec ? b : a));
+
+/** Closed loops in ABBA order; the open loop on the last defaults server, at the best defaults peak. */
+async function closedRounds({ dist, url, pgData }) {
+  const runs = { lifted: [], defaults: [] };
+  let openLoop;
+  for (const [round, order] of ROUNDS.entries()) {
+    for (const name of order) {
+      const last = round === ROUNDS.length - 1 && name === 'defaults';
+      log(`one key, round ${round + 1}: ${name}${last ? ', then the open loop' : ''}`);
+      const peak = (closed) => Math.max(closed.eventsPerSec, ...runs.defaults.map((r) => r.eventsPerSec));
+      const { result, extra } = await closedLoopConfig({
+        dist,
+        url,
+        pgData,
+        name,
+        env: CONFIGS[name],
+        afterClosed: last
+          ? ({ server, tenant, closed }) =>
+              openLoopLevels({ server, tenant, pgData, peakEventsPerSec: peak(closed) })
+          : undefined,
+      });
+      runs[name].push(result);
+      if (last) openLoop = extra;
+    }
+  }
+  return { runs, openLoop };
+}
+
 async function measure({ dist, cluster }) {
   const url = withDatabase(cluster.url, 'bench_one_key');
   await recreateDatabase(cluster.url, 'bench_one_key');
   const pgData = path.join(await clusterDir(cluster.dir), 'pg');
-  const closed = {};
-  log('one key: limits lifted');
-  closed.lifted = (await closedLoopConfig({ dist, url, pgData, name: 'lifted', env: CONFIGS.lifted })).result;
-  log('one key: ingest scheduling at its defaults, then the open loop');
-  const defaults = await closedLoopConfig({
-    dist,
-    url,
-    pgData,
-    name: 'defaults',
-    env: CONFIGS.defaults,
-    afterClosed: ({ server, tenant, closed: c }) =>
-      openLoopLevels({ server, tenant, pgData, peakEventsPerSec: c.eventsPerSec }),
-  });
-  closed.defaults = defaults.result;
+  const { runs, openLoop } = await closedRounds({ dist, url, pgData });
+  const closed = { lifted: best(runs.lifted), defaults: best(runs.defaults) };
   log('one key: every limit at its default');
   closed.productDefaults = (
     await closedLoopConfig({ dist, url, pgData, name: 'productDefaults', env: CONFIGS.productDefaults })
   ).result;
   log('one key: database ceiling');
   const ceil = await ceiling({ dist, url });
-  return { closedLoop: closed, openLoop: defaults.extra, ceiling: ceil };
+  return { closedLoop: closed, closedLoopRounds: runs, openLoop, ceiling: ceil };
 }
 
 /** `npm run bench -- --one-key`: writes the `oneKey` section; always resolves with 0. */
