@@ -48,9 +48,14 @@ export async function openLoop({ url, headers, body, ratePerSec, seconds, drainM
   let sent = 0;
   const start = performance.now() + 20;
 
-  const record = (status, ms) => {
+  // The slowest answer of the requests due in each second: a stall shows as a few bad seconds,
+  // arrivals past capacity as a climb.
+  const worstBySecond = [];
+  const record = (status, ms, due) => {
     if (!byStatus.has(status)) byStatus.set(status, []);
     byStatus.get(status).push(ms);
+    const second = Math.max(0, Math.floor((due - start) / 1000));
+    worstBySecond[second] = Math.max(worstBySecond[second] ?? 0, Math.round(ms));
   };
   const send = (i) => {
     const due = start + i * intervalMs;
@@ -59,7 +64,7 @@ export async function openLoop({ url, headers, body, ratePerSec, seconds, drainM
     const finish = (status, text) => {
       if (!pending.delete(request)) return;
       answered++;
-      record(status, performance.now() - due);
+      record(status, performance.now() - due, due);
       if (status !== 0) onAnswer?.(status, text);
       else errors++;
     };
@@ -92,7 +97,7 @@ export async function openLoop({ url, headers, body, ratePerSec, seconds, drainM
   const drainUntil = performance.now() + drainMs;
   while (pending.size && performance.now() < drainUntil) await new Promise((r) => setTimeout(r, 20));
   const unanswered = pending.size;
-  for (const request of pending) record('unanswered', performance.now() - request.due);
+  for (const request of pending) record('unanswered', performance.now() - request.due, request.due);
   pending.clear();
   const elapsed = (performance.now() - start) / 1000;
   agent.destroy();
@@ -109,6 +114,7 @@ export async function openLoop({ url, headers, body, ratePerSec, seconds, drainM
     // part of every latency. Large values mean the figures measure the client, not the server.
     sendLagMs: tailOf(sendLags),
     maxInFlight,
+    worstMsBySecond: Array.from(worstBySecond, (v) => v ?? null),
     latenciesByStatus: Object.fromEntries(byStatus),
   };
 }
