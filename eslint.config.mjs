@@ -23,6 +23,7 @@ const SRC_FOLDERS = [
   'dashboard',
   'cli',
   'privacy',
+  'sdk-formats',
 ];
 const FOUNDATION = ['config', 'common', 'database'];
 const ALLOWED_IMPORTS = {
@@ -41,6 +42,7 @@ const ALLOWED_IMPORTS = {
   dashboard: FOUNDATION,
   cli: [...FOUNDATION, 'audit', 'auth', 'rollups', 'privacy', 'storage', 'export', 'plans', 'ingest'],
   privacy: [...FOUNDATION, 'audit', 'auth', 'ingest', 'rollups', 'storage', 'plans'],
+  'sdk-formats': [...FOUNDATION, 'auth', 'ingest'],
 };
 
 function boundaryRules(folder) {

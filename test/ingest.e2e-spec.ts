@@ -229,7 +229,7 @@ describe('POST /api/ingest', () => {
         'event',
         'event_too_large',
       ],
-      ['event_too_old', { eventName: 'a', eventTime: now - 8 * DAY }, 'eventTime', 'event_too_old'],
+      ['event_too_old', { eventName: 'a', eventTime: now - 31 * DAY }, 'eventTime', 'event_too_old'],
       ['unstorable_value (NUL)', { eventName: 'a', sessionId: 's\u0000' }, 'sessionId', 'unstorable_value'],
       [
         'unstorable_value (NUL in payload)',

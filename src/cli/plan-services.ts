@@ -72,6 +72,7 @@ export function buildPlanServices(
     plans,
     unused('the quarantine'),
     new DedupRepository(dataSource),
+    quarantineRepository,
   );
   return {
     plans,

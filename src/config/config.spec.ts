@@ -8,7 +8,7 @@ describe('loadConfig', () => {
     expect(c.ingestMaxEvents).toBe(1000);
     expect(c.ingestMaxBytes).toBe(1_048_576);
     expect(c.ingestMaxEventBytes).toBe(32_768);
-    expect(c.ingestMaxEventAgeDays).toBe(7);
+    expect(c.ingestMaxEventAgeDays).toBe(30);
     expect(c.piiPolicy).toBe('redact');
     expect(c.rateWindowMs).toBe(1000);
     expect(c.ingestRateRequests).toBe(100);

@@ -382,7 +382,7 @@ function readIngestSettings(
     ),
     ingestBodyIdleMs: int(env, 'INGEST_BODY_IDLE_MS', 10_000, 100, 600_000),
     ingestBodyMinBytesPerSecond: int(env, 'INGEST_BODY_MIN_BYTES_PER_SECOND', 1024, 0, 1_073_741_824),
-    ingestMaxEventAgeDays: int(env, 'INGEST_MAX_EVENT_AGE_DAYS', 7, 1, 365),
+    ingestMaxEventAgeDays: int(env, 'INGEST_MAX_EVENT_AGE_DAYS', 30, 1, 365),
     ingestMaxErrorsListed: int(env, 'INGEST_MAX_ERRORS_LISTED', 100, 0, 100_000),
     ingestWriteConcurrency: int(
       env,

@@ -30,6 +30,7 @@ import { QuarantineReplayService } from './quarantine-replay.service';
     PlansModule,
   ],
   controllers: [IngestController, PlanController, QuarantineController],
+  exports: [IngestService, IngestBodyReader, IngestCpuBudgets],
   providers: [
     IngestBodyReader,
     IngestService,

@@ -21,6 +21,16 @@ import { PlanEnforcement } from '@app/plans/plan-enforcement';
 import type { CompiledPlan } from '@app/plans/compiled-plan';
 import type { PlanGate } from '@app/plans/plan-gate';
 import { DedupRepository } from './dedup.repository';
+import { QuarantineRepository } from '@app/plans/quarantine.repository';
+import {
+  isKept,
+  keptEvent,
+  keptRejections,
+  NATIVE,
+  RejectionCodes,
+  type IngestOptions,
+  type RejectedItem,
+} from './kept-rejections';
 
 /** A dry run (POST /api/v1/plan/check): the result ingest would give; nothing stored, counted or metered. */
 export interface DryRun {
@@ -124,6 +134,7 @@ export class IngestService {
     private readonly plans: PlansService,
     private readonly enforcement: PlanEnforcement,
     private readonly dedup: DedupRepository,
+    private readonly quarantine: QuarantineRepository,
   ) {}
 
   async ingest(
@@ -131,6 +142,7 @@ export class IngestService {
     body: IngestBody,
     cpu = new CpuMeter(),
     dryRun?: DryRun,
+    options: IngestOptions = NATIVE,
   ): Promise<IngestResult> {
     const { events, sentAt } = parseEnvelope(body.value, body.bytes, this.config);
     if (!dryRun) await this.checkEventRate(key.id, events.length);
@@ -164,12 +176,16 @@ export class IngestService {
     const seen = new Set<string>();
     let rejected = 0;
     let duplicates = 0;
+    const keep =
+      options.keepRejected && !dryRun ? { codes: new RejectionCodes(), items: [] as RejectedItem[] } : null;
     // The validation is the key's CPU (INGEST_CPU_MS_PER_SECOND), whatever it accepts or rejects.
     const validating = cpu.start();
     for (let i = 0; i < events.length; i++) {
       const event = validator.validate(events[i], i);
       if (event === null || !nameAdmitted(validator, names, event) || (gate !== null && !gate.admit(event))) {
         rejected++;
+        const code = keep?.codes.next(validator.rejectedByCode);
+        if (code && isKept(code)) keep!.items.push({ index: i, code, raw: events[i], event });
       } else if (event.eventId !== null && seen.has(event.eventId)) {
         // A repeat within the batch: the first copy wins.
         duplicates++;
@@ -195,7 +211,11 @@ export class IngestService {
     // the data, but it is billed, so a flag in the body cannot evade billing.
     const metered = testMode ? 0 : accepted;
 
-    if (!dryRun) await this.settle(appId, receivedAt, validator, gate, accepted, duplicates, testMode);
+    if (!dryRun) {
+      await this.settle(appId, receivedAt, validator, gate, accepted, duplicates, testMode, options);
+      if (keep?.items.length)
+        await this.keepRejected(appId, receivedAt, validator, keep.items, secret, testMode);
+    }
     return {
       received: events.length,
       accepted,
@@ -224,13 +244,38 @@ export class IngestService {
     accepted: number,
     duplicates: number,
     testMode: boolean,
+    options: IngestOptions,
   ): Promise<void> {
     const suppressed = validator.rejectedByCode.user_suppressed;
     if (suppressed) this.suppressions.countSuppressed(suppressed);
-    this.metrics.recordIngest({ accepted, duplicates, testMode, rejectedByCode: validator.rejectedByCode });
+    const rejectedByCode = validator.rejectedByCode;
+    this.metrics.recordIngest({ accepted, duplicates, testMode, rejectedByCode, source: options.source });
     if (gate === null) return;
     for (const { event } of await this.enforcement.settle(appId, receivedAt, gate)) {
       validator.noteRejected(event, QUARANTINE_FULL);
+    }
+  }
+
+  /**
+   * Keeps the request's rejected events in the quarantine with their codes (the SDK formats,
+   * whose clients never read per-event results), within the app's daily bound.
+   */
+  private async keepRejected(
+    appId: string,
+    receivedAt: number,
+    validator: EventValidator,
+    items: RejectedItem[],
+    secret: Buffer,
+    testMode: boolean,
+  ): Promise<void> {
+    const build = (raw: unknown) =>
+      keptEvent(raw, receivedAt, testMode, (kind, value) => pseudonymise(secret, kind, value));
+    const rejections = keptRejections(items, validator.errors, build);
+    const max = this.config.quarantineMaxEventsPerDay;
+    const kept = await this.quarantine.insert(appId, receivedAt, rejections, max);
+    this.metrics.recordQuarantineDropped(rejections.length - kept);
+    for (const { event } of rejections.slice(kept)) {
+      validator.noteRejected(event as AcceptedEvent, QUARANTINE_FULL);
     }
   }
 

@@ -1,0 +1,140 @@
+/** What the SDK formats' mappings share: the result shape, properties, times. */
+
+/** A Tally ingest event as `POST /api/ingest` takes it (the validator checks it afterwards). */
+export type TallyEvent = Record<string, unknown>;
+
+/** A field a mapping left out of an event, reported as a warning of that message. */
+export interface MappingWarning {
+  /** The message's position in the SDK's batch. */
+  index: number;
+  field: string;
+  code: 'ignored_field' | 'invalid_format';
+  message: string;
+}
+
+/** A message that is no event at all: rejected by the mapping, before ingest, and counted. */
+export interface MappingRejection {
+  index: number;
+  field: string;
+  code: 'invalid_type' | 'invalid_value';
+  message: string;
+}
+
+/** One SDK body mapped onto Tally's ingest path. */
+export interface MappedBatch {
+  /** The events to ingest, in order. */
+  events: TallyEvent[];
+  /** For each event, the position of its message in the SDK's batch. */
+  messageIndexes: number[];
+  /** The batch's send time (epoch ms), for the clock-skew correction; null when absent or unreadable. */
+  sentAt: number | null;
+  /** Messages counted and not stored (identify, group, alias and the like). */
+  acknowledged: number;
+  warnings: MappingWarning[];
+  rejections: MappingRejection[];
+}
+
+export type AccountPseudonym = (accountId: string) => string;
+
+/** Nesting depth past which a property is dropped rather than flattened. */
+const MAX_FLATTEN_DEPTH = 5;
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function stringOrUndefined(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** An ISO-8601 time as epoch ms; a number is passed through for the validator to judge. */
+export function timeOf(value: unknown): number | undefined | null {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'number') return value;
+  if (typeof value !== 'string') return null;
+  const ms = Date.parse(value);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** Sets `field` on the event unless the value is absent. */
+export function put(event: TallyEvent, field: string, value: unknown): void {
+  if (value !== undefined && value !== null) event[field] = value;
+}
+
+/**
+ * Flattens properties into a payload: nested objects become dotted keys (`cart.total`), arrays
+ * are dropped with a warning. `skip` leaves out top-level keys (PostHog's `$…`).
+ */
+export function flattenProperties(
+  properties: unknown,
+  index: number,
+  source: string,
+  warnings: MappingWarning[],
+  skip?: (key: string) => boolean,
+): Record<string, unknown> | undefined {
+  if (!isObject(properties)) return undefined;
+  const out: Record<string, unknown> = {};
+  const walk = (obj: Record<string, unknown>, prefix: string, depth: number) => {
+    for (const key of Object.keys(obj)) {
+      if (depth === 0 && skip?.(key)) continue;
+      const value = obj[key];
+      const path = prefix + key;
+      if (Array.isArray(value)) {
+        warnings.push({
+          index,
+          field: `${source}.${path}`,
+          code: 'ignored_field',
+          message: `${source}.${path} is an array; arrays are not stored.`,
+        });
+      } else if (isObject(value)) {
+        if (depth + 1 >= MAX_FLATTEN_DEPTH) {
+          warnings.push({
+            index,
+            field: `${source}.${path}`,
+            code: 'ignored_field',
+            message: `${source}.${path} nests deeper than ${MAX_FLATTEN_DEPTH} levels; not stored.`,
+          });
+        } else walk(value, `${path}.`, depth + 1);
+      } else {
+        out[path] = value;
+      }
+    }
+  };
+  walk(properties, '', 0);
+  return Object.keys(out).length ? out : undefined;
+}
+
+/** `floatValue` ← `value`, else `revenue`, when a number. */
+export function floatValueOf(properties: unknown): number | undefined {
+  if (!isObject(properties)) return undefined;
+  if (typeof properties.value === 'number') return properties.value;
+  if (typeof properties.revenue === 'number') return properties.revenue;
+  return undefined;
+}
+
+/** Maps the message's `timestamp` onto `eventTime`, with a warning when it is unreadable. */
+export function putTime(
+  event: TallyEvent,
+  value: unknown,
+  index: number,
+  field: string,
+  warnings: MappingWarning[],
+): void {
+  const ms = timeOf(value);
+  if (ms === null) {
+    warnings.push({
+      index,
+      field,
+      code: 'invalid_format',
+      message: `${field} is not an ISO-8601 time; the receive time is used.`,
+    });
+  } else if (ms !== undefined) {
+    event.eventTime = ms;
+  }
+}
+
+/** The batch's send time as epoch ms (an ISO string or a number), or null. */
+export function sentAtOf(value: unknown): number | null {
+  const ms = timeOf(value);
+  return typeof ms === 'number' && Number.isSafeInteger(ms) && ms >= 0 ? ms : null;
+}
