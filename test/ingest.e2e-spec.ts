@@ -498,7 +498,7 @@ describe('POST /api/ingest', () => {
     it('a dedup record older than the window no longer blocks the id', async () => {
       const tenant = await makeTenant(t.app);
       await post(tenant.liveKey, { events: [{ eventName: 'a', eventId: 'old-1' }] });
-      await t.db.query(`UPDATE event_dedup SET seen_at = now() - interval '8 days' WHERE app_id = $1`, [
+      await t.db.query(`UPDATE event_dedup SET seen_at = now() - interval '31 days' WHERE app_id = $1`, [
         tenant.appId,
       ]);
       const res = await post(tenant.liveKey, { events: [{ eventName: 'a', eventId: 'old-1' }] });

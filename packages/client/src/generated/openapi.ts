@@ -2890,7 +2890,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateDeletionDto"];
+                "application/json": components["schemas"]["CreateDeletionDto"] | unknown | unknown;
             };
         };
         responses: {
