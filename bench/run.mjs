@@ -21,7 +21,9 @@
 // user, bench/scenarios/erasure.mjs, the `erasure` section), --export [--export-events N] (only
 // the raw export, bench/scenarios/export.mjs, the `export` section), --plans (only the
 // tracking-plan figures, bench/scenarios/plans.mjs, the `plans` section), --backup
-// [--backup-events N] (only tally backup and restore, bench/scenarios/backup.mjs, the `backup` section).
+// [--backup-events N] (only tally backup and restore, bench/scenarios/backup.mjs, the `backup` section),
+// --sdk-formats (Segment and PostHog batches against native ones, bench/scenarios/sdk-formats.mjs,
+// the `sdkFormats` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -88,6 +90,10 @@ async function main() {
     return isolationMode({ ...standalone, loadAverage: () => os.loadavg()[0], only: flags.attacker });
   }
   if (flags.robustness) return robustnessMode(standalone);
+  if (flags['sdk-formats']) {
+    const { sdkFormatsMode } = await import('./scenarios/sdk-formats.mjs');
+    return sdkFormatsMode(standalone);
+  }
   const results = {
     schema: 1,
     mode: QUICK ? 'quick' : 'full',
@@ -152,6 +158,7 @@ const STANDALONE_SECTIONS = [
   'export',
   'plans',
   'backup',
+  'sdkFormats',
 ];
 
 function previousSection(name) {

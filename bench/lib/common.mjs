@@ -40,6 +40,8 @@ export const { values: flags } = parseArgs({
     // Tracking plans only (bench/scenarios/plans.mjs), recorded in the `plans` section of latest.json.
     plans: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },
+    // Segment and PostHog wire formats against native batches (bench/scenarios/sdk-formats.mjs).
+    'sdk-formats': { type: 'boolean', default: false },
     // Victim latency under a hostile ingest key (bench/scenarios/isolation.mjs), section `isolation`.
     isolation: { type: 'boolean', default: false },
     // With --isolation: only this attacker of isolation-attackers.mjs beside the victim (a quick
