@@ -23,7 +23,8 @@
 // tracking-plan figures, bench/scenarios/plans.mjs, the `plans` section), --backup
 // [--backup-events N] (only tally backup and restore, bench/scenarios/backup.mjs, the `backup` section),
 // --sdk-formats (Segment and PostHog batches against native ones, bench/scenarios/sdk-formats.mjs,
-// the `sdkFormats` section).
+// the `sdkFormats` section), --dedup-window (the dedup table at a 7- and a 30-day window,
+// bench/scenarios/dedup-window.mjs, the `dedupWindow` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -90,6 +91,10 @@ async function main() {
     return isolationMode({ ...standalone, loadAverage: () => os.loadavg()[0], only: flags.attacker });
   }
   if (flags.robustness) return robustnessMode(standalone);
+  if (flags['dedup-window']) {
+    const { dedupWindowMode } = await import('./scenarios/dedup-window.mjs');
+    return dedupWindowMode(standalone);
+  }
   if (flags['sdk-formats']) {
     const { sdkFormatsMode } = await import('./scenarios/sdk-formats.mjs');
     return sdkFormatsMode(standalone);
@@ -159,6 +164,7 @@ const STANDALONE_SECTIONS = [
   'plans',
   'backup',
   'sdkFormats',
+  'dedupWindow',
 ];
 
 function previousSection(name) {
