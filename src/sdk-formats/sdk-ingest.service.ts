@@ -52,8 +52,15 @@ export class SdkIngestService {
     cpu: CpuMeter,
   ): Promise<SdkIngestResult> {
     const secret = await this.apps.piiSecret(key.appIds[0]);
-    const mapped = cpu.time(() => map(body.value, (id) => pseudonymiseAccount(secret, id)));
-    if (mapped === null) throw notABatch(source === 'segment' ? 'batch' : 'batch');
+    // An SDK's batch mostly holds one account's events: each id is hashed once per request.
+    const pseudonyms = new Map<string, string>();
+    const pseudonym = (id: string) => {
+      let p = pseudonyms.get(id);
+      if (p === undefined) pseudonyms.set(id, (p = pseudonymiseAccount(secret, id)));
+      return p;
+    };
+    const mapped = cpu.time(() => map(body.value, pseudonym));
+    if (mapped === null) throw notABatch('batch');
     const messages = mapped.events.length + mapped.acknowledged + mapped.rejections.length;
     const max = maxEventsPerRequest(this.config);
     if (messages > max) {

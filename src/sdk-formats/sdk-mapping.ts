@@ -73,6 +73,7 @@ export function flattenProperties(
   skip?: (key: string) => boolean,
 ): Record<string, unknown> | undefined {
   if (!isObject(properties)) return undefined;
+  if (isFlat(properties, skip)) return properties;
   const out: Record<string, unknown> = {};
   const walk = (obj: Record<string, unknown>, prefix: string, depth: number) => {
     for (const key of Object.keys(obj)) {
@@ -102,6 +103,18 @@ export function flattenProperties(
   };
   walk(properties, '', 0);
   return Object.keys(out).length ? out : undefined;
+}
+
+/** True when the properties are stored as they are: no nested value, no key to leave out. */
+function isFlat(properties: Record<string, unknown>, skip?: (key: string) => boolean): boolean {
+  let keys = 0;
+  for (const key in properties) {
+    if (!Object.hasOwn(properties, key)) continue;
+    const value = properties[key];
+    if ((typeof value === 'object' && value !== null) || skip?.(key)) return false;
+    keys++;
+  }
+  return keys > 0;
 }
 
 /** `floatValue` ← `value`, else `revenue`, when a number. */

@@ -82,10 +82,11 @@ export function mapSegmentMessage(
   const context = isObject(message.context) ? { ...batchContext, ...message.context } : batchContext;
   putContext(event, context);
   const properties = message.properties;
-  const payload = flattenProperties(properties, index, 'properties', warnings) ?? {};
+  let payload = flattenProperties(properties, index, 'properties', warnings);
   const name = stringOrUndefined(message.name);
-  if (type !== 'track' && name !== undefined) payload.name = name;
-  if (Object.keys(payload).length) event.payload = payload;
+  // A copy: the flattened properties may be the message's own object.
+  if (type !== 'track' && name !== undefined) payload = { ...payload, name };
+  if (payload !== undefined) event.payload = payload;
   put(event, 'floatValue', floatValueOf(properties));
   return event;
 }
