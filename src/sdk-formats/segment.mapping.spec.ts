@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { mapSegmentBody } from './segment.mapping';
+import { utcMillisOf } from './sdk-mapping';
 
 /** What the SDK sent, captured by test/fixtures/sdk/capture.mjs. */
 const captured = JSON.parse(
@@ -96,5 +97,23 @@ describe('Segment mapping, from a batch captured from @segment/analytics-node', 
     expect(out.warnings).toEqual([
       expect.objectContaining({ index: 0, field: 'timestamp', code: 'invalid_format' }),
     ]);
+  });
+});
+
+describe('the ISO times SDKs send', () => {
+  it('reads YYYY-MM-DDTHH:MM:SS.sssZ as Date.parse does, and leaves any other form to it', () => {
+    for (const s of ['2026-11-27T05:20:35.822Z', '2024-02-29T23:59:59.999Z', '1970-01-01T00:00:00.000Z']) {
+      expect(utcMillisOf(s)).toBe(Date.parse(s));
+    }
+    for (const s of [
+      '2026-02-29T00:00:00.000Z',
+      '2026-13-01T00:00:00.000Z',
+      '2026-11-27T24:00:00.000Z',
+      '2026-11-27 05:20:35.822Z',
+      '2026-11-27T05:20:35Z',
+      '2026-11-27T05:2x:35.822Z',
+    ]) {
+      expect(utcMillisOf(s)).toBeNull();
+    }
   });
 });

@@ -38,19 +38,31 @@ const ACKNOWLEDGED = new Set(['identify', 'group', 'alias']);
 export const SEGMENT_PAGE_EVENT = 'Page.viewed';
 export const SEGMENT_SCREEN_EVENT = 'Screen.viewed';
 
-/** A message's `context` fields → Tally's context fields. */
-function putContext(event: TallyEvent, context: Record<string, unknown>): void {
-  const os = isObject(context.os) ? context.os : {};
-  const app = isObject(context.app) ? context.app : {};
-  const device = isObject(context.device) ? context.device : {};
+const NONE: Record<string, unknown> = {};
+
+/** A part of the context: the message's own, else the batch's (read, not merged, per message). */
+function part(
+  own: Record<string, unknown>,
+  batch: Record<string, unknown>,
+  key: string,
+): Record<string, unknown> {
+  const value = own[key] !== undefined ? own[key] : batch[key];
+  return isObject(value) ? value : NONE;
+}
+
+/** A message's `context` fields (the batch's where the message has none) → Tally's context fields. */
+function putContext(event: TallyEvent, own: Record<string, unknown>, batch: Record<string, unknown>): void {
+  const os = part(own, batch, 'os');
+  const app = part(own, batch, 'app');
+  const device = part(own, batch, 'device');
   put(event, 'platform', os.name);
   put(event, 'osVersion', os.version);
   put(event, 'appVersion', app.version);
   // Segment's mobile SDKs send the build as a string; some send a number.
   put(event, 'buildNumber', typeof app.build === 'number' ? String(app.build) : app.build);
   put(event, 'deviceModel', device.model);
-  put(event, 'locale', context.locale);
-  put(event, 'timezone', context.timezone);
+  put(event, 'locale', own.locale !== undefined ? own.locale : batch.locale);
+  put(event, 'timezone', own.timezone !== undefined ? own.timezone : batch.timezone);
 }
 
 function eventNameOf(type: string, message: Record<string, unknown>): unknown {
@@ -79,8 +91,7 @@ export function mapSegmentMessage(
   else if (typeof userId === 'number') event.anonymousUserId = pseudonym(String(userId));
   else put(event, 'anonymousUserId', message.anonymousId);
   putTime(event, message.timestamp, index, 'timestamp', warnings);
-  const context = isObject(message.context) ? { ...batchContext, ...message.context } : batchContext;
-  putContext(event, context);
+  putContext(event, isObject(message.context) ? message.context : NONE, batchContext);
   const properties = message.properties;
   let payload = flattenProperties(properties, index, 'properties', warnings);
   const name = stringOrUndefined(message.name);
