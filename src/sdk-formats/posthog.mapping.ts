@@ -1,11 +1,12 @@
 import {
-  flattenProperties,
+  flattenInto,
   floatValueOf,
   isObject,
   put,
   putTime,
   sentAtOf,
   type AccountPseudonym,
+  type FlattenContext,
   type MappedBatch,
   type MappingWarning,
   type TallyEvent,
@@ -15,24 +16,40 @@ import {
 const ACKNOWLEDGED = new Set(['$identify', '$create_alias', '$groupidentify', '$set']);
 
 /** `$`-properties → Tally fields. */
-const SPECIAL_PROPERTIES: [string, string][] = [
-  ['$session_id', 'sessionId'],
-  ['$os', 'platform'],
-  ['$os_version', 'osVersion'],
-  ['$app_version', 'appVersion'],
-  ['$app_build', 'buildNumber'],
-  ['$device_model', 'deviceModel'],
-  ['$locale', 'locale'],
-  ['$timezone', 'timezone'],
-];
+const SPECIAL_PROPERTIES: Record<string, string> = Object.assign(Object.create(null) as object, {
+  $session_id: 'sessionId',
+  $os: 'platform',
+  $os_version: 'osVersion',
+  $app_version: 'appVersion',
+  $app_build: 'buildNumber',
+  $device_model: 'deviceModel',
+  $locale: 'locale',
+  $timezone: 'timezone',
+});
+
+const DOLLAR = 0x24;
 
 /**
- * Properties never stored: `$…` (the SDK's own, `$set` and `$set_once` included), and the
+ * Reads the properties in one pass: `$`-properties onto Tally fields (the others, `$set` and
+ * `$set_once` included, never stored), and the rest, flattened, into the payload, except the
  * copies of the key (`token`, `api_key`) and of the account id (`distinct_id`) that browser SDKs
  * put in every event's properties.
  */
-function skipProperty(key: string): boolean {
-  return key.startsWith('$') || key === 'token' || key === 'api_key' || key === 'distinct_id';
+function putProperties(event: TallyEvent, properties: Record<string, unknown>, ctx: FlattenContext): void {
+  let payload: Record<string, unknown> | undefined;
+  for (const key in properties) {
+    if (!Object.hasOwn(properties, key)) continue;
+    const value = properties[key];
+    if (key.charCodeAt(0) === DOLLAR) {
+      const to = SPECIAL_PROPERTIES[key];
+      // PostHog's Android SDK sends the build as a number.
+      if (to !== undefined)
+        put(event, to, to === 'buildNumber' && typeof value === 'number' ? String(value) : value);
+    } else if (key !== 'token' && key !== 'api_key' && key !== 'distinct_id') {
+      flattenInto((payload ??= {}), value, key, 0, ctx);
+    }
+  }
+  if (payload !== undefined && Object.keys(payload).length) event.payload = payload;
 }
 
 function accountIdOf(event: Record<string, unknown>, properties: Record<string, unknown>): string | null {
@@ -59,13 +76,7 @@ export function mapPostHogEvent(
   const account = accountIdOf(message, properties);
   if (account !== null) event.anonymousUserId = pseudonym(account);
   putTime(event, message.timestamp, index, 'timestamp', warnings);
-  for (const [from, to] of SPECIAL_PROPERTIES) {
-    const value = properties[from];
-    // PostHog's Android SDK sends the build as a number.
-    put(event, to, to === 'buildNumber' && typeof value === 'number' ? String(value) : value);
-  }
-  const payload = flattenProperties(properties, index, 'properties', warnings, skipProperty);
-  if (payload) event.payload = payload;
+  putProperties(event, properties, { index, source: 'properties', warnings });
   put(event, 'floatValue', floatValueOf(properties));
   return event;
 }

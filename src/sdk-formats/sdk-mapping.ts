@@ -95,60 +95,83 @@ export function put(event: TallyEvent, field: string, value: unknown): void {
   if (value !== undefined && value !== null) event[field] = value;
 }
 
+/** Where flattening reports what it drops: the message and the field prefix (`properties`). */
+export interface FlattenContext {
+  index: number;
+  source: string;
+  warnings: MappingWarning[];
+}
+
 /**
- * Flattens properties into a payload: nested objects become dotted keys (`cart.total`), arrays
- * are dropped with a warning. `skip` leaves out top-level keys (PostHog's `$…`).
+ * Puts `value`, found at `path`, into `out`: a nested object as dotted keys (`cart.total`), up to
+ * MAX_FLATTEN_DEPTH levels; an array, or deeper nesting, is dropped with a warning. Returns how
+ * many keys it put.
+ */
+export function flattenInto(
+  out: Record<string, unknown>,
+  value: unknown,
+  path: string,
+  depth: number,
+  ctx: FlattenContext,
+): number {
+  if (typeof value !== 'object' || value === null) {
+    out[path] = value;
+    return 1;
+  }
+  const field = `${ctx.source}.${path}`;
+  if (Array.isArray(value)) {
+    ctx.warnings.push({
+      index: ctx.index,
+      field,
+      code: 'ignored_field',
+      message: `${field} is an array; arrays are not stored.`,
+    });
+    return 0;
+  }
+  if (depth + 1 >= MAX_FLATTEN_DEPTH) {
+    ctx.warnings.push({
+      index: ctx.index,
+      field,
+      code: 'ignored_field',
+      message: `${field} nests deeper than ${MAX_FLATTEN_DEPTH} levels; not stored.`,
+    });
+    return 0;
+  }
+  let n = 0;
+  const obj = value as Record<string, unknown>;
+  for (const key in obj) {
+    if (Object.hasOwn(obj, key)) n += flattenInto(out, obj[key], `${path}.${key}`, depth + 1, ctx);
+  }
+  return n;
+}
+
+/**
+ * Flattens properties into a payload (see flattenInto). Properties with nothing to flatten are
+ * the payload as they are.
  */
 export function flattenProperties(
   properties: unknown,
   index: number,
   source: string,
   warnings: MappingWarning[],
-  skip?: (key: string) => boolean,
 ): Record<string, unknown> | undefined {
   if (!isObject(properties)) return undefined;
-  if (isFlat(properties, skip)) return properties;
-  const out: Record<string, unknown> = {};
-  const walk = (obj: Record<string, unknown>, prefix: string, depth: number) => {
-    for (const key of Object.keys(obj)) {
-      if (depth === 0 && skip?.(key)) continue;
-      const value = obj[key];
-      const path = prefix + key;
-      if (Array.isArray(value)) {
-        warnings.push({
-          index,
-          field: `${source}.${path}`,
-          code: 'ignored_field',
-          message: `${source}.${path} is an array; arrays are not stored.`,
-        });
-      } else if (isObject(value)) {
-        if (depth + 1 >= MAX_FLATTEN_DEPTH) {
-          warnings.push({
-            index,
-            field: `${source}.${path}`,
-            code: 'ignored_field',
-            message: `${source}.${path} nests deeper than ${MAX_FLATTEN_DEPTH} levels; not stored.`,
-          });
-        } else walk(value, `${path}.`, depth + 1);
-      } else {
-        out[path] = value;
-      }
-    }
-  };
-  walk(properties, '', 0);
-  return Object.keys(out).length ? out : undefined;
-}
-
-/** True when the properties are stored as they are: no nested value, no key to leave out. */
-function isFlat(properties: Record<string, unknown>, skip?: (key: string) => boolean): boolean {
+  let flat = true;
   let keys = 0;
   for (const key in properties) {
     if (!Object.hasOwn(properties, key)) continue;
-    const value = properties[key];
-    if ((typeof value === 'object' && value !== null) || skip?.(key)) return false;
     keys++;
+    const value = properties[key];
+    if (typeof value === 'object' && value !== null) flat = false;
   }
-  return keys > 0;
+  if (flat) return keys > 0 ? properties : undefined;
+  const out: Record<string, unknown> = {};
+  const ctx = { index, source, warnings };
+  let n = 0;
+  for (const key in properties) {
+    if (Object.hasOwn(properties, key)) n += flattenInto(out, properties[key], key, 0, ctx);
+  }
+  return n > 0 ? out : undefined;
 }
 
 /** `floatValue` ← `value`, else `revenue`, when a number. */
