@@ -342,6 +342,31 @@ describe('ingest in the Segment and PostHog wire formats, driven by the real SDK
     expect(metrics).not.toContain('account-42');
   });
 
+  it('a rejected message holding what PostgreSQL cannot store is kept without it, never a 5xx', async () => {
+    const { appId, live, api } = await tenant();
+    const res = await request(t.http)
+      .post('/api/segment/v1/batch')
+      .auth(live, '')
+      .send(
+        '{"batch":[{"type":"track","event":"Bad\\ud800","messageId":"\\ud800","userId":"a\\u0000b",' +
+          '"properties":{"k\\u0000":"v","s":"\\udfff","ok":"x","mail":"ann@example.com"}}]}',
+      )
+      .set('Content-Type', 'application/json');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ received: 1, rejected: 1, errorCounts: { unstorable_value: 4 } });
+    const q = await request(t.http).get(`/api/v1/quarantine?appId=${appId}`).set(bearer(api));
+    expect(q.status).toBe(200);
+    expect(q.body).toEqual([
+      expect.objectContaining({
+        eventName: '(invalid)',
+        eventId: null,
+        code: 'unstorable_value',
+        payload: { ok: 'x', mail: '[redacted]' },
+      }),
+    ]);
+    expect(q.body[0].anonymousUserId).toMatch(/^hmac:/);
+  });
+
   it('POST /api/v1/deletions with userIds erases what either format sent under that account id', async () => {
     const { appId, live, api } = await tenant();
     await request(t.http)

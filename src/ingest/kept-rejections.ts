@@ -58,11 +58,30 @@ export function isKept(code: EventErrorCode): boolean {
   return !NOT_KEPT.has(code);
 }
 
+/** Whether PostgreSQL can store `s` as text and in JSON: no control character, no lone surrogate. */
+function storable(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (isControlCode(c)) return false;
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (!(next >= 0xdc00 && next <= 0xdfff)) return false;
+      i++;
+    } else if (c >= 0xdc00 && c <= 0xdfff) return false;
+  }
+  return true;
+}
+
+/** The string as the quarantine can store it, or null. */
 function text(value: unknown, max: number): string | null {
   if (typeof value !== 'string' || value.length === 0) return null;
   const s = value.length > max ? value.slice(0, max) : value;
-  for (let i = 0; i < s.length; i++) if (isControlCode(s.charCodeAt(i))) return null;
-  return s;
+  return storable(s) ? s : null;
+}
+
+/** An error's field or message as the quarantine can store it: what it cannot is replaced. */
+function clean(s: string): string {
+  return storable(s) ? s : Array.from(s, (ch) => (storable(ch) ? ch : '\ufffd')).join('');
 }
 
 /** The flat, storable part of a rejected event's payload; personal data redacted. */
@@ -135,7 +154,7 @@ export function keptRejections(
   for (const e of errors) {
     const list = byIndex.get(e.index) ?? [];
     // The quarantine's violations are a JSON list of {field, code, message}, whatever the code.
-    list.push({ field: e.field, code: e.code as Violation['code'], message: e.message });
+    list.push({ field: clean(e.field), code: e.code as Violation['code'], message: clean(e.message) });
     byIndex.set(e.index, list);
   }
   return items.map(({ index, code, raw, event }) => ({
