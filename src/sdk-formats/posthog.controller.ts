@@ -43,8 +43,12 @@ export class PostHogController {
     const meter = this.cpu.admit(key.id);
     try {
       const early = preReadBody(req);
-      if (early) await meter.beginTurn();
-      const body = early ?? (await this.reader.read(req, key.id, meter, postHogFormat(req)));
+      if (early) {
+        // The read before the key was known is the key's CPU too.
+        meter.ms += early.cpu.ms;
+        await meter.beginTurn();
+      }
+      const body = early?.body ?? (await this.reader.read(req, key.id, meter, postHogFormat(req)));
       const result = await this.sdk.run('posthog', key, body, mapPostHogBody, meter);
       return { ...result, status: 1 };
     } finally {

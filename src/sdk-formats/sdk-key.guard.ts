@@ -3,6 +3,7 @@ import type { Request } from 'express';
 import { bearerToken } from '@app/auth/authenticated-request';
 import { KeyAuthenticator } from '@app/auth/key-auth';
 import { IngestBodyReader, type BodyFormat, type IngestBody } from '@app/ingest/ingest-body.reader';
+import { CpuMeter } from '@app/ingest/ingest-cpu.budget';
 import { postHogKeyOf } from './posthog.mapping';
 import { isObject } from './sdk-mapping';
 
@@ -14,9 +15,16 @@ const BODY = Symbol('tally.sdkBody');
  */
 const UNAUTHENTICATED = 'sdk-body-key';
 
+/** A body a guard had to read to find the key, and the CPU that reading took. */
+export interface PreReadBody {
+  body: IngestBody;
+  /** Charged to the key once it is known, as the read of any ingest body is. */
+  cpu: CpuMeter;
+}
+
 /** The body a guard had to read to find the key, if any. */
-export function preReadBody(req: Request): IngestBody | undefined {
-  return (req as unknown as Record<symbol, IngestBody | undefined>)[BODY];
+export function preReadBody(req: Request): PreReadBody | undefined {
+  return (req as unknown as Record<symbol, PreReadBody | undefined>)[BODY];
 }
 
 /** The user name of HTTP Basic credentials (Segment's write key, with an empty password). */
@@ -61,8 +69,9 @@ abstract class SdkKeyGuard implements CanActivate {
       await this.auth.authenticate(req, 'ingest', fromHeader);
       return true;
     }
-    const body = await this.reader.read(req, UNAUTHENTICATED, undefined, this.format(req));
-    (req as unknown as Record<symbol, IngestBody>)[BODY] = body;
+    const cpu = new CpuMeter();
+    const body = await this.reader.read(req, UNAUTHENTICATED, cpu, this.format(req));
+    (req as unknown as Record<symbol, PreReadBody>)[BODY] = { body, cpu };
     await this.auth.authenticate(req, 'ingest', this.bodyKey(body.value));
     return true;
   }

@@ -49,8 +49,12 @@ export class SegmentController {
     const meter = this.cpu.admit(key.id);
     try {
       const early = preReadBody(req);
-      if (early) await meter.beginTurn();
-      const body = early ?? (await this.reader.read(req, key.id, meter, SEGMENT_FORMAT));
+      if (early) {
+        // The read before the key was known is the key's CPU too.
+        meter.ms += early.cpu.ms;
+        await meter.beginTurn();
+      }
+      const body = early?.body ?? (await this.reader.read(req, key.id, meter, SEGMENT_FORMAT));
       const map = (value: unknown, pseudonym: (id: string) => string) =>
         typeof value === 'object' && value !== null && !Array.isArray(value)
           ? mapSegmentBody(endpoint as SegmentEndpoint, value as Record<string, unknown>, pseudonym)
