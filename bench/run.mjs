@@ -24,7 +24,9 @@
 // [--backup-events N] (only tally backup and restore, bench/scenarios/backup.mjs, the `backup` section),
 // --one-key (one ingest key alone: closed-loop throughput at the default and at lifted limits
 // against the same run's database ceiling, then open-loop latency at 50, 80 and 95 % of that peak,
-// bench/scenarios/one-key.mjs, the `oneKey` section).
+// bench/scenarios/one-key.mjs, the `oneKey` section), --sdk-formats (Segment and PostHog batches
+// against native ones, bench/scenarios/sdk-formats.mjs, the `sdkFormats` section), --dedup-window
+// (the dedup table at a 7- and a 30-day window, bench/scenarios/dedup-window.mjs, the `dedupWindow` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -91,6 +93,14 @@ async function main() {
     return isolationMode({ ...standalone, loadAverage: () => os.loadavg()[0], only: flags.attacker });
   }
   if (flags.robustness) return robustnessMode(standalone);
+  if (flags['dedup-window']) {
+    const { dedupWindowMode } = await import('./scenarios/dedup-window.mjs');
+    return dedupWindowMode(standalone);
+  }
+  if (flags['sdk-formats']) {
+    const { sdkFormatsMode } = await import('./scenarios/sdk-formats.mjs');
+    return sdkFormatsMode(standalone);
+  }
   const results = {
     schema: 1,
     mode: QUICK ? 'quick' : 'full',
@@ -157,6 +167,8 @@ const STANDALONE_SECTIONS = [
   'backup',
   'authRefusals',
   'oneKey',
+  'sdkFormats',
+  'dedupWindow',
 ];
 
 function previousSection(name) {

@@ -14,7 +14,7 @@ import { logRequest } from './common/request-log';
 import { setupOpenApi } from './ops/openapi';
 import { answerNodeErrorsAsProblems } from './common/node-http-errors';
 
-const INGEST_PATH = /^\/api\/ingest(\/|\?|$)/;
+const INGEST_PATH = /^\/api\/(ingest|segment\/v1|posthog)(\/|\?|$)/;
 const DOCS_PATH_PATTERN = /^\/docs(\/|$)/;
 const DASHBOARD_PATH_PATTERN = /^\/dashboard(\/|$)/;
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;

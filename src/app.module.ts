@@ -16,6 +16,7 @@ import { RollupsModule } from './rollups/rollups.module';
 import { OpsModule } from './ops/ops.module';
 import { StorageModule } from './storage/storage.module';
 import { PrivacyModule } from './privacy/privacy.module';
+import { SdkFormatsModule } from './sdk-formats/sdk-formats.module';
 
 export interface AppOptions {
   /** Where the log lines go instead of stdout. */
@@ -37,6 +38,7 @@ export class AppModule {
         AuthModule,
         KeyRevocationModule,
         IngestModule,
+        SdkFormatsModule,
         EventsModule,
         ExportModule,
         StorageModule,

@@ -52,7 +52,7 @@ const eventArb = fc.record(
     eventTime: field(
       fc.oneof(
         fc.integer({ min: now - 6 * DAY, max: now }),
-        fc.constantFrom(now - 8 * DAY, now + DAY, -1, 1.5),
+        fc.constantFrom(now - 31 * DAY, now + DAY, -1, 1.5),
       ),
     ),
     isTestMode: field(fc.boolean()),

@@ -229,7 +229,7 @@ describe('POST /api/ingest', () => {
         'event',
         'event_too_large',
       ],
-      ['event_too_old', { eventName: 'a', eventTime: now - 8 * DAY }, 'eventTime', 'event_too_old'],
+      ['event_too_old', { eventName: 'a', eventTime: now - 31 * DAY }, 'eventTime', 'event_too_old'],
       ['unstorable_value (NUL)', { eventName: 'a', sessionId: 's\u0000' }, 'sessionId', 'unstorable_value'],
       [
         'unstorable_value (NUL in payload)',
@@ -498,7 +498,7 @@ describe('POST /api/ingest', () => {
     it('a dedup record older than the window no longer blocks the id', async () => {
       const tenant = await makeTenant(t.app);
       await post(tenant.liveKey, { events: [{ eventName: 'a', eventId: 'old-1' }] });
-      await t.db.query(`UPDATE event_dedup SET seen_at = now() - interval '8 days' WHERE app_id = $1`, [
+      await t.db.query(`UPDATE event_dedup SET seen_at = now() - interval '31 days' WHERE app_id = $1`, [
         tenant.appId,
       ]);
       const res = await post(tenant.liveKey, { events: [{ eventName: 'a', eventId: 'old-1' }] });

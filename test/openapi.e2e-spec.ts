@@ -43,7 +43,7 @@ describe('OpenAPI document', () => {
     expect(serialize(served)).toBe(fs.readFileSync(COMMITTED, 'utf8'));
   });
 
-  it('is OpenAPI 3.1 with both bearer schemes, the problem schema and servers', () => {
+  it('is OpenAPI 3.1 with both bearer schemes, Segment’s Basic scheme, the problem schema and servers', () => {
     expect(served.openapi).toBe('3.1.0');
     expect(served.info).toEqual(expect.objectContaining({ title: 'Tally', version: '1.0.0' }));
     expect(served.servers).toEqual([expect.objectContaining({ url: '{baseUrl}' })]);
@@ -54,6 +54,7 @@ describe('OpenAPI document', () => {
     expect(components.securitySchemes).toEqual({
       ingestKey: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
       apiKey: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+      segmentWriteKey: expect.objectContaining({ type: 'http', scheme: 'basic' }),
     });
     const problem = components.schemas.Problem;
     expect(problem.required).toEqual(['type', 'title', 'status', 'detail', 'code', 'requestId']);

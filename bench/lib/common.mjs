@@ -40,6 +40,10 @@ export const { values: flags } = parseArgs({
     // Tracking plans only (bench/scenarios/plans.mjs), recorded in the `plans` section of latest.json.
     plans: { type: 'boolean', default: false },
     robustness: { type: 'boolean', default: false },
+    // Segment and PostHog wire formats against native batches (bench/scenarios/sdk-formats.mjs).
+    'sdk-formats': { type: 'boolean', default: false },
+    // The dedup table's size and claim cost at a 7- and a 30-day window (bench/scenarios/dedup-window.mjs).
+    'dedup-window': { type: 'boolean', default: false },
     // Victim latency under a hostile ingest key (bench/scenarios/isolation.mjs), section `isolation`.
     isolation: { type: 'boolean', default: false },
     // With --isolation: only this attacker of isolation-attackers.mjs beside the victim (a quick

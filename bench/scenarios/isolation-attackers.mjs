@@ -138,3 +138,25 @@ export const quarantineFlood = {
     return { path: '/api/ingest', method: 'POST', headers: state.headers, body: JSON.stringify({ events }) };
   },
 };
+
+/**
+ * The SDK formats' paths: PostHog batches with the key in the body (read before the key is known)
+ * of 1,000 events that are all too old, so that every event is rejected and kept in the
+ * quarantine, as the SDK formats keep every rejection, until the app's daily bound.
+ */
+export const sdkFormatFlood = {
+  connections: 4,
+  async prepare(context) {
+    const t = await tenant(context, 'sdk-attacker', ['events:read']);
+    const old = new Date(Date.now() - 400 * 86_400_000).toISOString();
+    const batch = Array.from({ length: 1000 }, (_, i) => ({
+      event: 'Attack',
+      distinct_id: `user-${i}`,
+      timestamp: old,
+      properties: { text: 'y'.repeat(700), cart: { total: i } },
+    }));
+    const body = Buffer.from(JSON.stringify({ api_key: t.ingestKey, batch }));
+    return { body, headers: { 'content-type': 'application/json' } };
+  },
+  request: ({ body, headers }) => ({ path: '/api/posthog/batch/', method: 'POST', headers, body }),
+};

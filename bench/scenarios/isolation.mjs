@@ -189,6 +189,7 @@ function moreAttackers(quick) {
     planUploads: attackers.planUploads,
     largeExports: attackers.largeExports(quick ? 1000 : 5000),
     quarantineFlood: attackers.quarantineFlood,
+    sdkFormatFlood: attackers.sdkFormatFlood,
   };
 }
 

@@ -52,9 +52,13 @@ export class KeyAuthenticator {
     private readonly failures: AuthFailureLimiter,
   ) {}
 
-  async authenticate(req: Request, expected: 'ingest' | 'api'): Promise<RequestKey> {
+  /** `token`: the key as the client sent it; by default the request's Bearer token. */
+  async authenticate(
+    req: Request,
+    expected: 'ingest' | 'api',
+    token: string | null = bearerToken(req),
+  ): Promise<RequestKey> {
     const started = performance.now();
-    const token = bearerToken(req);
     const key = token
       ? await this.keys.verify(token, (lookup) => this.failures.throttleLookup(req, () => this.timed(lookup)))
       : null;

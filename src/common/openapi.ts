@@ -5,6 +5,8 @@ import { PROBLEM_CONTENT_TYPE } from './problem.filter';
 /** Names of the two bearer schemes, for `@ApiBearerAuth(INGEST_KEY_SCHEME)` on controllers. */
 export const INGEST_KEY_SCHEME = 'ingestKey';
 export const API_KEY_SCHEME = 'apiKey';
+/** HTTP Basic with the ingest key as user name, as Segment's SDKs send their write key. */
+export const SEGMENT_KEY_SCHEME = 'segmentWriteKey';
 
 export const PROBLEM_SCHEMA_REF = '#/components/schemas/Problem';
 

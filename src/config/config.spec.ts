@@ -10,7 +10,7 @@ describe('loadConfig', () => {
     expect(c.ingestMaxEvents).toBe(1000);
     expect(c.ingestMaxBytes).toBe(1_048_576);
     expect(c.ingestMaxEventBytes).toBe(32_768);
-    expect(c.ingestMaxEventAgeDays).toBe(7);
+    expect(c.ingestMaxEventAgeDays).toBe(30);
     expect(c.piiPolicy).toBe('redact');
     expect(c.rateWindowMs).toBe(1000);
     expect(c.ingestRateRequests).toBe(100);
@@ -155,7 +155,7 @@ describe('the settings table', () => {
       'Invalid configuration: INGEST_MAX_INFLIGHT_BYTES must be at least INGEST_MAX_BYTES (8192), got 4096',
     );
     expect(() => loadConfig({ EVENT_RETENTION_DAYS: '7' })).toThrow(
-      'Invalid configuration: EVENT_RETENTION_DAYS must be greater than INGEST_MAX_EVENT_AGE_DAYS (7), got 7',
+      'Invalid configuration: EVENT_RETENTION_DAYS must be greater than INGEST_MAX_EVENT_AGE_DAYS (30), got 7',
     );
     expect(() => loadConfig({ DATABASE_POOL_SIZE: '3', INGEST_WRITE_CONCURRENCY: '4' })).toThrow(
       'Invalid configuration: INGEST_WRITE_CONCURRENCY must not exceed DATABASE_POOL_SIZE (3), got 4',

@@ -223,8 +223,8 @@ export const SETTINGS = {
     env: 'INGEST_MAX_EVENT_AGE_DAYS',
     group: 'ingest',
     parse: int(1, 365),
-    default: 7,
-    doc: 'Older events are rejected with `event_too_old`. Also the dedup window.',
+    default: 30,
+    doc: "Older events are rejected with `event_too_old`, whose message names this limit. Also the dedup window, so that it covers what mobile SDKs keep offline and resend for weeks (docs/sdks.md).",
   }),
   ingestMaxErrorsListed: setting({
     env: 'INGEST_MAX_ERRORS_LISTED',

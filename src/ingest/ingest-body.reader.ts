@@ -18,6 +18,14 @@ export interface IngestBody {
 
 type Encoding = 'identity' | 'gzip';
 
+/** How the SDK formats' bodies differ from `POST /api/ingest`'s. */
+export interface BodyFormat {
+  /** `text/plain` is taken as JSON too (browser SDKs send it to avoid a CORS preflight). */
+  textPlain?: boolean;
+  /** The body is gzip whatever its headers say (PostHog's `?compression=gzip-js`). */
+  gzip?: boolean;
+}
+
 // gzip adds a few bytes per 16 KiB block to data that does not compress, so an honest gzip
 // body can be slightly larger than its decoded size.
 const GZIP_SLACK_BYTES = 64 * 1024;
@@ -29,10 +37,11 @@ function hasBom(b: Buffer): boolean {
   return b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
 }
 
-function mediaTypeOk(header: string | undefined): boolean {
+function mediaTypeOk(header: string | undefined, textPlain = false): boolean {
   if (!header) return false;
   const [type, ...params] = header.split(';');
-  if (type.trim().toLowerCase() !== 'application/json') return false;
+  const media = type.trim().toLowerCase();
+  if (media !== 'application/json' && !(textPlain && media === 'text/plain')) return false;
   for (const param of params) {
     const [name, value = ''] = param.split('=');
     if (name.trim().toLowerCase() !== 'charset') continue;
@@ -244,14 +253,19 @@ export class IngestBodyReader {
     };
   }
 
-  async read(req: Request, keyId: string, cpu = new CpuMeter()): Promise<IngestBody> {
-    if (!mediaTypeOk(req.headers['content-type'])) {
+  async read(
+    req: Request,
+    keyId: string,
+    cpu = new CpuMeter(),
+    format: BodyFormat = {},
+  ): Promise<IngestBody> {
+    if (!format.gzip && !mediaTypeOk(req.headers['content-type'], format.textPlain)) {
       throw new AppError(
         'unsupported_media_type',
         'Send the batch as Content-Type: application/json (UTF-8).',
       );
     }
-    const encoding = encodingOf(req.headers['content-encoding']);
+    const encoding = format.gzip ? 'gzip' : encodingOf(req.headers['content-encoding']);
     if (!encoding) {
       throw new AppError('unsupported_encoding', 'Content-Encoding must be gzip or identity.', {
         headers: { 'Accept-Encoding': 'gzip, identity' },

@@ -26,6 +26,8 @@ import { QuarantineController } from './quarantine.controller';
   ],
   controllers: [IngestController, PlanController, QuarantineController],
   providers: [IngestBodyReader, IngestCpuBudgets, DedupExpiryService],
+  // The SDK formats read bodies and charge CPU as native ingest does, on the same budgets.
+  exports: [IngestCoreModule, IngestBodyReader, IngestCpuBudgets],
 })
 export class IngestModule implements OnModuleInit {
   constructor(

@@ -21,6 +21,16 @@ import { PlanEnforcement } from '@app/plans/plan-enforcement';
 import type { CompiledPlan } from '@app/plans/compiled-plan';
 import type { PlanGate } from '@app/plans/plan-gate';
 import { DedupRepository } from './dedup.repository';
+import { QuarantineRepository } from '@app/plans/quarantine.repository';
+import {
+  isKept,
+  keptEvent,
+  keptRejections,
+  NATIVE,
+  RejectionCodes,
+  type IngestOptions,
+  type RejectedItem,
+} from './kept-rejections';
 
 /** A dry run (POST /api/v1/plan/check): the result ingest would give; nothing stored, counted or metered. */
 export interface DryRun {
@@ -111,6 +121,27 @@ function invalidBody(errors: FieldError[]): AppError {
 }
 
 /** The ingest rules of docs/ingest.md: validation, time, PII, dedup, metering. */
+/** A batch read and ready to judge: its events and the rules of its app and key. */
+interface PreparedBatch {
+  events: unknown[];
+  appId: string;
+  receivedAt: number;
+  secret: Buffer;
+  testMode: boolean;
+  validator: EventValidator;
+  names: ReturnType<EventNameBound['forApp']> | undefined;
+  gate: PlanGate<AcceptedEvent> | null;
+}
+
+/** What became of a batch's events before the write. */
+interface BatchVerdict {
+  toStore: AcceptedEvent[];
+  rejected: number;
+  duplicates: number;
+  /** Rejected events to keep in the quarantine whatever the plan's mode (SDK formats). */
+  kept: RejectedItem[];
+}
+
 @Injectable()
 export class IngestService {
   constructor(
@@ -122,6 +153,7 @@ export class IngestService {
         | 'piiPolicy'
         | 'ingestMaxErrorsListed'
         | 'rateWindowMs'
+        | 'quarantineMaxEventsPerDay'
       >,
     private readonly limits: RateLimitStore,
     private readonly apps: AppsService,
@@ -132,6 +164,7 @@ export class IngestService {
     private readonly plans: PlansService,
     private readonly enforcement: PlanEnforcement,
     private readonly dedup: DedupRepository,
+    private readonly quarantine: QuarantineRepository,
   ) {}
 
   async ingest(
@@ -139,7 +172,52 @@ export class IngestService {
     body: IngestBody,
     cpu = new CpuMeter(),
     dryRun?: DryRun,
+    options: IngestOptions = NATIVE,
   ): Promise<IngestResult> {
+    const batch = await this.prepare(key, body, dryRun);
+    const { appId, receivedAt, validator, testMode } = batch;
+    // The validation is the key's CPU (INGEST_CPU_MS_PER_SECOND), whatever it accepts or rejects.
+    const validating = cpu.start();
+    const verdict = this.evaluate(batch, options.keepRejected && !dryRun);
+    cpu.stop(validating);
+    // The rest is mostly waiting for the database: the key's next request may start its work.
+    cpu.endTurn();
+
+    const { toStore, rejected, kept } = verdict;
+    let { duplicates } = verdict;
+    let accepted = toStore.length;
+    if (toStore.length) {
+      const timezone = key.timezone ?? DEFAULT_TIME_ZONE;
+      const repeated = dryRun
+        ? await this.alreadySeen(appId, receivedAt, toStore)
+        : await this.writer.write({ appId, receivedAt, events: toStore, timezone });
+      duplicates += repeated.length;
+      accepted -= repeated.length;
+    }
+    if (!dryRun) {
+      await this.settle(appId, receivedAt, validator, batch.gate, accepted, duplicates, testMode, options);
+      if (kept.length) await this.keepRejected(appId, receivedAt, validator, kept, batch.secret, testMode);
+    }
+    return {
+      received: batch.events.length,
+      accepted,
+      duplicates,
+      rejected,
+      // Metering follows the key, not the event: a live key's `isTestMode: true` still separates
+      // the data, but it is billed, so a flag in the body cannot evade billing.
+      metered: testMode ? 0 : accepted,
+      testMode,
+      payloadBytes: body.bytes,
+      serverTime: receivedAt,
+      errors: validator.errors,
+      warnings: validator.warnings,
+      errorCounts: validator.errorCounts,
+      warningCounts: validator.warningCounts,
+    };
+  }
+
+  /** The batch's events, and the rules that apply to them: the app's plan, its secret, the validator. */
+  private async prepare(key: RequestKey, body: IngestBody, dryRun?: DryRun): Promise<PreparedBatch> {
     const { events, sentAt } = parseEnvelope(body.value, body.bytes, this.config);
     if (!dryRun) await this.checkEventRate(key.id, events.length);
 
@@ -165,19 +243,26 @@ export class IngestService {
     });
     // A dry run leaves the day's name bound alone: it depends on what the day has stored.
     const names = dryRun ? undefined : this.eventNames.forApp(appId, receivedAt);
-
     // The tracking plan, after the field rules and the PII guard; null when none applies.
     const gate = this.plans.gate<AcceptedEvent>(plan, validator);
+    return { events, appId, receivedAt, secret, testMode, validator, names, gate };
+  }
+
+  /** Each event through the field rules, the name bound and the plan; repeats within the batch. */
+  private evaluate(batch: PreparedBatch, keepRejected: boolean | undefined): BatchVerdict {
+    const { events, validator, names, gate } = batch;
     const toStore: AcceptedEvent[] = [];
     const seen = new Set<string>();
+    const codes = keepRejected ? new RejectionCodes() : null;
+    const kept: RejectedItem[] = [];
     let rejected = 0;
     let duplicates = 0;
-    // The validation is the key's CPU (INGEST_CPU_MS_PER_SECOND), whatever it accepts or rejects.
-    const validating = cpu.start();
     for (let i = 0; i < events.length; i++) {
       const event = validator.validate(events[i], i);
       if (event === null || !nameAdmitted(validator, names, event) || (gate !== null && !gate.admit(event))) {
         rejected++;
+        const code = codes?.next(validator.rejectedByCode);
+        if (code && isKept(code)) kept.push({ index: i, code, raw: events[i], event });
       } else if (event.eventId !== null && seen.has(event.eventId)) {
         // A repeat within the batch: the first copy wins.
         duplicates++;
@@ -186,38 +271,7 @@ export class IngestService {
         toStore.push(event);
       }
     }
-    cpu.stop(validating);
-    // The rest is mostly waiting for the database: the key's next request may start its work.
-    cpu.endTurn();
-
-    let accepted = toStore.length;
-    if (toStore.length) {
-      const timezone = key.timezone ?? DEFAULT_TIME_ZONE;
-      const repeated = dryRun
-        ? await this.alreadySeen(appId, receivedAt, toStore)
-        : await this.writer.write({ appId, receivedAt, events: toStore, timezone });
-      duplicates += repeated.length;
-      accepted -= repeated.length;
-    }
-    // Metering follows the key, not the event: a live key's `isTestMode: true` still separates
-    // the data, but it is billed, so a flag in the body cannot evade billing.
-    const metered = testMode ? 0 : accepted;
-
-    if (!dryRun) await this.settle(appId, receivedAt, validator, gate, accepted, duplicates, testMode);
-    return {
-      received: events.length,
-      accepted,
-      duplicates,
-      rejected,
-      metered,
-      testMode,
-      payloadBytes: body.bytes,
-      serverTime: receivedAt,
-      errors: validator.errors,
-      warnings: validator.warnings,
-      errorCounts: validator.errorCounts,
-      warningCounts: validator.warningCounts,
-    };
+    return { toStore, rejected, duplicates, kept };
   }
 
   /**
@@ -232,13 +286,38 @@ export class IngestService {
     accepted: number,
     duplicates: number,
     testMode: boolean,
+    options: IngestOptions,
   ): Promise<void> {
     const suppressed = validator.rejectedByCode.user_suppressed;
     if (suppressed) this.suppressions.countSuppressed(suppressed);
-    this.metrics.recordIngest({ accepted, duplicates, testMode, rejectedByCode: validator.rejectedByCode });
+    const rejectedByCode = validator.rejectedByCode;
+    this.metrics.recordIngest({ accepted, duplicates, testMode, rejectedByCode, source: options.source });
     if (gate === null) return;
     for (const { event } of await this.enforcement.settle(appId, receivedAt, gate)) {
       validator.noteRejected(event, QUARANTINE_FULL);
+    }
+  }
+
+  /**
+   * Keeps the request's rejected events in the quarantine with their codes (the SDK formats,
+   * whose clients never read per-event results), within the app's daily bound.
+   */
+  private async keepRejected(
+    appId: string,
+    receivedAt: number,
+    validator: EventValidator,
+    items: RejectedItem[],
+    secret: Buffer,
+    testMode: boolean,
+  ): Promise<void> {
+    const build = (raw: unknown) =>
+      keptEvent(raw, receivedAt, testMode, (kind, value) => pseudonymise(secret, kind, value));
+    const rejections = keptRejections(items, validator.errors, build);
+    const max = this.config.quarantineMaxEventsPerDay;
+    const kept = await this.quarantine.insert(appId, receivedAt, rejections, max);
+    this.metrics.recordQuarantineDropped(rejections.length - kept);
+    for (const { event } of rejections.slice(kept)) {
+      validator.noteRejected(event as AcceptedEvent, QUARANTINE_FULL);
     }
   }
 

@@ -224,3 +224,14 @@ export function pseudonymise(secret: Buffer, kind: 'email' | 'phone', value: str
   const normalised = kind === 'email' ? value.trim().toLowerCase() : value.replace(/[^\d+]/g, '');
   return PSEUDONYM_PREFIX + createHmac('sha256', secret).update(normalised).digest('hex');
 }
+
+/**
+ * The pseudonym of an account identifier (a Segment `userId`, a PostHog `distinct_id`): the same
+ * keyed HMAC under the app's secret. An id that is an email or a phone gets exactly the pseudonym
+ * it would get as `anonymousUserId`; any other id is hashed as sent (account ids are case-sensitive).
+ */
+export function pseudonymiseAccount(secret: Buffer, id: string): string {
+  const kind = identifierKind(id);
+  if (kind !== null) return pseudonymise(secret, kind, id);
+  return PSEUDONYM_PREFIX + createHmac('sha256', secret).update(id).digest('hex');
+}

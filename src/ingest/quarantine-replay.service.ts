@@ -64,7 +64,9 @@ export class QuarantineReplayService {
 
   /** Replays, then records `quarantine.replayed` with the filters and the counts. */
   async replay(appId: string, filters: QuarantineFilters, actor: ReplayActor): Promise<ReplayResult> {
-    const result = await this.replayChunks(appId, filters);
+    // Only the plan's own rejections can pass a plan now; the field-rule rejections the SDK
+    // formats keep (event_too_old, …) stay for inspection.
+    const result = await this.replayChunks(appId, { ...filters, replayable: true });
     await this.plans.recordReplay(appId, actor, {
       ...result,
       eventName: filters.eventName ?? null,

@@ -51,7 +51,12 @@ export class TimeAndIdentity {
         'eventTime is in the future; the receive time is used.',
       );
     } else if (ts < this.rules.oldestTs) {
-      this.issues.error('eventTime', 'event_too_old', 'The event is older than the accepted age.');
+      const days = Math.round((this.rules.receivedAt - this.rules.oldestTs) / 86_400_000);
+      this.issues.error(
+        'eventTime',
+        'event_too_old',
+        `The event is older than ${days} days, the accepted age (INGEST_MAX_EVENT_AGE_DAYS).`,
+      );
       return null;
     }
     return ts;

@@ -3,7 +3,13 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { ERROR_TITLES } from '@app/common/app-error';
 import { PROBLEM_CONTENT_TYPE } from '@app/common/problem.filter';
-import { API_KEY_SCHEME, API_TAGS, INGEST_KEY_SCHEME, PROBLEM_SCHEMA_REF } from '@app/common/openapi';
+import {
+  API_KEY_SCHEME,
+  API_TAGS,
+  INGEST_KEY_SCHEME,
+  PROBLEM_SCHEMA_REF,
+  SEGMENT_KEY_SCHEME,
+} from '@app/common/openapi';
 
 export const OPENAPI_JSON_PATH = '/openapi.json';
 export const DOCS_PATH = '/docs';
@@ -69,6 +75,14 @@ export function buildOpenApiDocument(app: INestApplication): OpenAPIObject {
         description: 'An app ingest key, `tly_live_<secret>` or `tly_test_<secret>`.',
       },
       INGEST_KEY_SCHEME,
+    )
+    .addBasicAuth(
+      {
+        type: 'http',
+        scheme: 'basic',
+        description: 'The ingest key as the user name, with an empty password (Segment’s write key).',
+      },
+      SEGMENT_KEY_SCHEME,
     )
     .addBearerAuth(
       {

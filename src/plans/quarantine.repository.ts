@@ -72,6 +72,7 @@ function whereOf(
   const where = ['app_id = $1'];
   if (filters.eventName !== undefined) where.push(`event_name = $${params.push(filters.eventName)}`);
   if (filters.code !== undefined) where.push(`code = $${params.push(filters.code)}`);
+  if (filters.replayable) where.push(`code IN ('schema_violation', 'unplanned_event')`);
   if (after) {
     const op = newestFirst ? '<' : '>';
     params.push(microsLiteral(after.receivedUs), after.id.toString());

@@ -21,4 +21,9 @@ export type ReplayRow = QuarantineEvent & {
 export interface QuarantineFilters {
   eventName?: string;
   code?: ViolationCode;
+  /**
+   * Only the plan's own rejections, which a plan can let through on replay; the field-rule
+   * rejections the SDK formats keep (`event_too_old`, …) stay for inspection.
+   */
+  replayable?: boolean;
 }

@@ -9,37 +9,27 @@ export interface DeletionRequest {
   appId: string;
   /** Distinct, in the order given. */
   anonymousUserIds: string[];
+  /** Account ids (Segment `userId`, PostHog `distinct_id`), raw: pseudonymised before matching. */
+  userIds: string[];
   suppress: boolean;
 }
 
-function checkUserIds(value: unknown, errors: FieldError[]): string[] {
-  if (value === undefined || value === null) {
-    errors.push({
-      field: 'anonymousUserIds',
-      code: 'missing_field',
-      message: 'anonymousUserIds is required.',
-    });
-    return [];
-  }
+function checkUserIds(value: unknown, name: string, errors: FieldError[]): string[] {
   if (!Array.isArray(value)) {
-    errors.push({
-      field: 'anonymousUserIds',
-      code: 'invalid_type',
-      message: 'anonymousUserIds must be an array.',
-    });
+    errors.push({ field: name, code: 'invalid_type', message: `${name} must be an array.` });
     return [];
   }
   if (value.length < 1 || value.length > MAX_USERS_PER_DELETION) {
     errors.push({
-      field: 'anonymousUserIds',
+      field: name,
       code: 'invalid_value',
-      message: `anonymousUserIds holds 1 to ${MAX_USERS_PER_DELETION} ids.`,
+      message: `${name} holds 1 to ${MAX_USERS_PER_DELETION} ids.`,
     });
     return [];
   }
   const ids = new Set<string>();
   value.forEach((id: unknown, i) => {
-    const field = `anonymousUserIds[${i}]`;
+    const field = `${name}[${i}]`;
     if (typeof id !== 'string') {
       errors.push({ field, code: 'invalid_type', message: 'Each id must be a string.' });
     } else if (id.length < 1 || id.length > EVENT_LIMITS.identifierMax) {
@@ -56,6 +46,32 @@ function checkUserIds(value: unknown, errors: FieldError[]): string[] {
     }
   });
   return [...ids];
+}
+
+const absent = (v: unknown) => v === undefined || v === null;
+
+/** `anonymousUserIds` and `userIds` (account ids): at least one of them, 1 to 1,000 ids in all. */
+function checkUsers(b: Record<string, unknown>, errors: FieldError[]) {
+  if (absent(b.anonymousUserIds) && absent(b.userIds)) {
+    errors.push({
+      field: 'anonymousUserIds',
+      code: 'missing_field',
+      message: 'anonymousUserIds or userIds is required.',
+    });
+    return { anonymousUserIds: [], userIds: [] };
+  }
+  const anonymousUserIds = absent(b.anonymousUserIds)
+    ? []
+    : checkUserIds(b.anonymousUserIds, 'anonymousUserIds', errors);
+  const userIds = absent(b.userIds) ? [] : checkUserIds(b.userIds, 'userIds', errors);
+  if (anonymousUserIds.length + userIds.length > MAX_USERS_PER_DELETION) {
+    errors.push({
+      field: 'userIds',
+      code: 'invalid_value',
+      message: `anonymousUserIds and userIds hold at most ${MAX_USERS_PER_DELETION} ids in all.`,
+    });
+  }
+  return { anonymousUserIds, userIds };
 }
 
 /** Checks the body of POST /api/v1/deletions: 400 `invalid_body` with every field error. */
@@ -77,7 +93,7 @@ export function parseDeletionRequest(body: unknown): DeletionRequest {
   } else {
     appId = normaliseAppId(b.appId);
   }
-  const anonymousUserIds = checkUserIds(b.anonymousUserIds, errors);
+  const { anonymousUserIds, userIds } = checkUsers(b, errors);
   let suppress = true;
   if (b.suppress !== undefined && b.suppress !== null) {
     if (typeof b.suppress === 'boolean') suppress = b.suppress;
@@ -86,5 +102,5 @@ export function parseDeletionRequest(body: unknown): DeletionRequest {
   if (errors.length) {
     throw new AppError('invalid_body', 'The deletion request is invalid; nothing was done.', { errors });
   }
-  return { appId, anonymousUserIds, suppress };
+  return { appId, anonymousUserIds, userIds, suppress };
 }

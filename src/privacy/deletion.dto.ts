@@ -11,15 +11,28 @@ export class CreateDeletionDto {
   @ApiProperty({ format: 'uuid', description: 'The app whose users are erased.' })
   appId!: string;
 
-  @ApiProperty({
+  @ApiPropertyOptional({
     type: 'array',
     items: { type: 'string', minLength: 1, maxLength: 200, pattern: NO_CONTROL_CHARACTERS_PATTERN },
     minItems: 1,
     maxItems: 1000,
     description:
-      'The users to erase, as sent in events (`anonymousUserId`); 1 to 1,000, without control characters.',
+      'The users to erase, as sent in events (`anonymousUserId`); 1 to 1,000, without control characters. ' +
+      'This or `userIds` is required.',
   })
-  anonymousUserIds!: string[];
+  anonymousUserIds?: string[];
+
+  @ApiPropertyOptional({
+    type: 'array',
+    items: { type: 'string', minLength: 1, maxLength: 200, pattern: NO_CONTROL_CHARACTERS_PATTERN },
+    minItems: 1,
+    maxItems: 1000,
+    description:
+      'Account ids as sent through the Segment (`userId`) or PostHog (`distinct_id`) formats, raw: they are ' +
+      'pseudonymised as ingest does before matching and are never stored or logged. With `anonymousUserIds`, ' +
+      'at most 1,000 ids in all.',
+  })
+  userIds?: string[];
 
   @ApiPropertyOptional({
     default: true,

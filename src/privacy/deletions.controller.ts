@@ -1,5 +1,14 @@
 import { Controller, Get, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBody,
+  ApiConsumes,
+  ApiExtraModels,
+  ApiOkResponse,
+  ApiOperation,
+  ApiResponse,
+  ApiTags,
+  getSchemaPath,
+} from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
@@ -31,7 +40,14 @@ export class DeletionsController {
       'are refused (`user_suppressed`) on every instance within a second.',
   })
   @ApiConsumes('application/json')
-  @ApiBody({ type: CreateDeletionDto })
+  @ApiExtraModels(CreateDeletionDto)
+  @ApiBody({
+    // anonymousUserIds, userIds (account ids of the SDK formats), or both.
+    schema: {
+      allOf: [{ $ref: getSchemaPath(CreateDeletionDto) }],
+      anyOf: [{ required: ['anonymousUserIds'] }, { required: ['userIds'] }],
+    },
+  })
   @ApiResponse({
     status: 202,
     type: DeletionRecordDto,

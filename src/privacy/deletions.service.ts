@@ -101,7 +101,7 @@ export class DeletionsService {
    */
   async request(req: DeletionRequest, actor: AuditActor, now = Date.now()): Promise<DeletionView> {
     await this.apps.assertExist([req.appId]);
-    const stored = await this.suppressions.storedUserIds(req.appId, req.anonymousUserIds);
+    const stored = await this.suppressions.storedIdsOf(req.appId, req.anonymousUserIds, req.userIds);
     const id = randomUUID();
     const row = await this.deletions.transaction(async (tx) => {
       const inserted = await this.deletions.insert(tx, {

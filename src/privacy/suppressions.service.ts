@@ -6,7 +6,7 @@ import { suppressionHash, UserSuppressions } from '@app/common/suppressions/user
 import { AppsService } from '@app/auth/apps.service';
 import { AuditService } from '@app/audit/audit.service';
 import type { AuditActor } from '@app/audit/audit.types';
-import { identifierKind, pseudonymise } from '@app/ingest/pii';
+import { identifierKind, pseudonymise, pseudonymiseAccount } from '@app/ingest/pii';
 import { SuppressionRepository, SuppressionRow } from './suppression.repository';
 
 /**
@@ -47,6 +47,17 @@ export class SuppressionsService {
       return kind === null ? id : pseudonymise(secret, kind, id);
     });
     return [...new Set(stored)];
+  }
+
+  /**
+   * The stored ids of users named by id (as ingest would store them) and by account id (the
+   * pseudonym the SDK formats store for a Segment `userId` or PostHog `distinct_id`).
+   */
+  async storedIdsOf(appId: string, ids: string[], accountIds: string[]): Promise<string[]> {
+    const stored = await this.storedUserIds(appId, ids);
+    if (!accountIds.length) return stored;
+    const secret = await this.apps.piiSecret(appId);
+    return [...new Set([...stored, ...accountIds.map((id) => pseudonymiseAccount(secret, id))])];
   }
 
   /** The pseudonyms (hex) under which the suppression list keeps these stored user ids. */

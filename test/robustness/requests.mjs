@@ -187,6 +187,44 @@ const HOSTILE_BODIES = {
   'POST /api/v1/quarantine/replay': ['a\u0000b', '\u0001', ''].map((eventName) =>
     JSON.stringify({ eventName }),
   ),
+  // The SDK formats: messages of every shape the mapping meets, and some it must refuse.
+  'POST /api/segment/v1/{endpoint}': [
+    JSON.stringify({
+      batch: [
+        {
+          type: 'track',
+          event: 'Robust',
+          userId: 'a\u0000b',
+          properties: { a: { b: { c: { d: { e: { f: 1 } } } } } },
+        },
+        { type: 'page', name: 7, anonymousId: ['x'], timestamp: '+275760-09-13T00:00:00.001Z' },
+        { type: 'screen', context: { os: { name: { n: 1 } }, app: { build: 1e308 } }, messageId: '\ud800' },
+        { type: 'identify', traits: { email: 'ann@example.com' } },
+        { type: '__proto__' },
+        null,
+      ],
+      sentAt: 'not a date',
+      context: '__proto__',
+    }),
+    JSON.stringify({
+      batch: Array.from({ length: 3 }, () => ({ type: 'track', event: 'E0', userId: 2 ** 70 })),
+    }),
+  ],
+  'POST /api/posthog/batch': [
+    JSON.stringify({
+      batch: [
+        {
+          event: 'Robust',
+          distinct_id: { id: 1 },
+          properties: { $set: { a: 1 }, token: 'x', nested: { a: [1] } },
+        },
+        { event: '$identify', distinct_id: 'a\u0000b' },
+        { event: 123, uuid: 'u'.repeat(500), timestamp: -1 },
+        'not an event',
+      ],
+      sent_at: '__huge__',
+    }).replace('"__huge__"', '1e400'),
+  ],
 };
 
 /**
@@ -358,7 +396,29 @@ export function requestArbitrary(doc, tenant) {
   return fc.oneof(
     ...operations.map(({ route, method, op }) => {
       const scheme = Object.keys(op.security?.[0] ?? {})[0];
-      const rightKey = scheme === 'ingestKey' ? tenant.ingestKey : scheme === 'apiKey' ? tenant.apiKey : null;
+      const rightKey =
+        scheme === 'ingestKey' || scheme === 'segmentWriteKey'
+          ? tenant.ingestKey
+          : scheme === 'apiKey'
+            ? tenant.apiKey
+            : null;
+      // Segment's SDKs send the key as HTTP Basic user name; every other key goes as Bearer.
+      const rightAuth =
+        rightKey === null
+          ? []
+          : scheme === 'segmentWriteKey'
+            ? [`Basic ${Buffer.from(`${rightKey}:`).toString('base64')}`]
+            : [`Bearer ${rightKey}`];
+      // Path parameters get values from their schema (an enum's members, a UUID).
+      const pathParams = (op.parameters ?? []).filter((p) => p.in === 'path');
+      const pathArb = fc
+        .tuple(...pathParams.map((p) => fromSchema(doc, p.schema)))
+        .map((values) =>
+          pathParams.reduce(
+            (r, p, i) => r.replace(`{${p.name}}`, encodeURIComponent(String(values[i]))),
+            route,
+          ),
+        );
       const params = (op.parameters ?? []).filter((p) => p.in === 'query');
       const paramArb = fc.array(
         fc.oneof(
@@ -397,7 +457,7 @@ export function requestArbitrary(doc, tenant) {
           )
         : fc.constant(undefined);
       const authArb = fc.oneof(
-        { weight: 12, arbitrary: fc.constant(rightKey === null ? [] : [`Bearer ${rightKey}`]) },
+        { weight: 12, arbitrary: fc.constant(rightAuth) },
         { weight: 1, arbitrary: fc.constantFrom(...keys).map((k) => [`Bearer ${k}`]) },
         { weight: 1, arbitrary: fc.constant([]) },
         {
@@ -407,6 +467,7 @@ export function requestArbitrary(doc, tenant) {
       );
       return fc
         .record({
+          where: pathArb,
           params: paramArb,
           body: bodyArb,
           auth: authArb,
@@ -426,7 +487,7 @@ export function requestArbitrary(doc, tenant) {
             },
           ),
         })
-        .map(({ params, body, auth, gzip, ifMatch, contentType }) => {
+        .map(({ where, params, body, auth, gzip, ifMatch, contentType }) => {
           const query = params
             // Sent raw (possibly bad percent-encoding) when printable ASCII; encoded otherwise.
             .map(
@@ -439,7 +500,7 @@ export function requestArbitrary(doc, tenant) {
           if (gzip) headers['accept-encoding'] = 'gzip';
           if (ifMatch !== undefined) headers['if-match'] = ifMatch;
           if (body !== undefined) headers['content-type'] = contentType;
-          return { method: method.toUpperCase(), path: query ? `${route}?${query}` : route, headers, body };
+          return { method: method.toUpperCase(), path: query ? `${where}?${query}` : where, headers, body };
         });
     }),
   );

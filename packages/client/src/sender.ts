@@ -221,6 +221,7 @@ export class BatchSender {
       this.counters.accepted += result.accepted;
       this.counters.duplicates += result.duplicates;
       this.counters.rejectedByServer += result.rejected;
+      if (result.rejected > 0) this.reportRejections(result);
     } else if (status >= 400 && error?.code !== 'retries_exhausted') {
       this.counters.rejectedByServer += batch.length;
     } else {
@@ -231,6 +232,30 @@ export class BatchSender {
       this.o.onResult?.({ eventIds: batch.map((e) => e.id), status, result, error, attempts });
     } finally {
       for (const e of batch) this.onSettled(e);
+    }
+  }
+
+  /**
+   * Per-event rejections of a 200 reach `onError` too, once per code with its count and the
+   * first listed error, so that the default `console.error` shows why events were refused.
+   */
+  private reportRejections(result: IngestResult): void {
+    const counts: Record<string, number> = { ...(result.errorCounts as Record<string, number> | undefined) };
+    if (Object.keys(counts).length === 0) {
+      for (const e of result.errors) counts[e.code] = (counts[e.code] ?? 0) + 1;
+    }
+    for (const [code, n] of Object.entries(counts)) {
+      const first = result.errors.find((e) => e.code === code);
+      const why = first ? ` (${first.field}: ${first.message})` : '';
+      this.o.onError(
+        new TallyError({
+          status: 200,
+          code,
+          detail: `${n} event${n === 1 ? '' : 's'} rejected by the server${why}; they are not resent.`,
+          errors: result.errors.filter((e) => e.code === code),
+          body: result as unknown as Record<string, unknown>,
+        }),
+      );
     }
   }
 }

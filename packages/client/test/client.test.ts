@@ -383,3 +383,54 @@ describe('TallyClient spool', () => {
     await client.shutdown({ timeoutMs: 10 });
   });
 });
+
+describe('per-event rejections are visible by default', () => {
+  it('reports them through the default onError, once per code with its count and first reason', async () => {
+    const logged: string[] = [];
+    const spy = jest.spyOn(console, 'error').mockImplementation((line: string) => void logged.push(line));
+    try {
+      const answer = {
+        received: 3,
+        accepted: 0,
+        duplicates: 0,
+        rejected: 3,
+        metered: 0,
+        testMode: false,
+        payloadBytes: 10,
+        serverTime: 1,
+        errors: [
+          { index: 0, field: 'payload.a', code: 'nested_value', message: 'payload.a is nested.' },
+          { index: 1, field: 'payload.b', code: 'nested_value', message: 'payload.b is nested.' },
+          {
+            index: 2,
+            field: 'eventTime',
+            code: 'event_too_old',
+            message: 'The event is older than 30 days.',
+          },
+        ],
+        warnings: [],
+        errorCounts: { nested_value: 2, event_too_old: 1 },
+        warningCounts: {},
+      };
+      const client = new TallyClient({
+        endpoint: 'http://tally.test',
+        ingestKey: 'k',
+        fetch: (async () =>
+          new Response(JSON.stringify(answer), {
+            status: 200,
+            headers: { 'content-type': 'application/json' },
+          })) as typeof fetch,
+      });
+      for (let i = 0; i < 3; i++) client.track({ eventName: 'A' });
+      await client.flush();
+      await client.shutdown();
+      expect(logged).toEqual([
+        '[tally] nested_value: 2 events rejected by the server (payload.a: payload.a is nested.); they are not resent.',
+        '[tally] event_too_old: 1 event rejected by the server (eventTime: The event is older than 30 days.); they are not resent.',
+      ]);
+      expect(client.stats()).toMatchObject({ rejectedByServer: 3 });
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});

@@ -35,7 +35,7 @@ export function usersDeleteCommand(rt: CliRuntime) {
       const services = await rt.services('privacy');
       const privacy = services.privacy();
       let deletion = await privacy.deletions.request(
-        { appId: options.app, anonymousUserIds: users, suppress: options.suppress },
+        { appId: options.app, anonymousUserIds: users, userIds: [], suppress: options.suppress },
         cliActor(),
       );
       if (options.wait) deletion = await privacy.runToEnd(deletion.id);

@@ -8,7 +8,12 @@ export interface IngestOutcome {
   /** Rejected events of the batch, counted by their error code (e.g. `invalid_type`). */
   rejectedByCode: Record<string, number>;
   testMode: boolean;
+  /** Where the events came from: `native` (POST /api/ingest), `segment` or `posthog`. */
+  source?: string;
 }
+
+/** What became of a received event or message, for `tally_ingest_events_total`. */
+export type IngestEventOutcome = 'accepted' | 'duplicate' | 'rejected' | 'acknowledged';
 
 /**
  * `completed`: the run computed what was pending. `skipped`: another instance held the lock.
@@ -75,6 +80,14 @@ export class MetricsService {
     name: 'tally_events_rejected_total',
     help: 'Events rejected by ingest validation, by error code.',
     labelNames: ['code', 'mode'] as const,
+    registers: [this.registry],
+  });
+  private readonly ingestEvents = new Counter({
+    name: 'tally_ingest_events_total',
+    help:
+      'Events and messages received by ingest, by source (native, segment, posthog) and outcome ' +
+      '(accepted, duplicate, rejected, acknowledged: an SDK message counted and not stored).',
+    labelNames: ['source', 'outcome'] as const,
     registers: [this.registry],
   });
   private readonly eventNameLimitReached = new Counter({
@@ -226,9 +239,20 @@ export class MetricsService {
     const mode = outcome.testMode ? 'test' : 'live';
     if (outcome.accepted > 0) this.eventsAccepted.inc({ mode }, outcome.accepted);
     if (outcome.duplicates > 0) this.eventsDuplicate.inc({ mode }, outcome.duplicates);
+    let rejected = 0;
     for (const [code, n] of Object.entries(outcome.rejectedByCode)) {
       if (n > 0) this.eventsRejected.inc({ code, mode }, n);
+      rejected += n;
     }
+    const source = outcome.source ?? 'native';
+    this.recordIngestEvents(source, 'accepted', outcome.accepted);
+    this.recordIngestEvents(source, 'duplicate', outcome.duplicates);
+    this.recordIngestEvents(source, 'rejected', rejected);
+  }
+
+  /** Received events or SDK messages of one source with one outcome. */
+  recordIngestEvents(source: string, outcome: IngestEventOutcome, n: number): void {
+    if (n > 0) this.ingestEvents.inc({ source, outcome }, n);
   }
 
   /** An app-day refused its first new event name on this instance. */

@@ -148,6 +148,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/segment/v1/{endpoint}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest in the Segment format
+         * @description `batch` and `b` take `{ "batch": [message…], "sentAt"?, "context"? }`; `track`/`t`, `page`/`p`, `screen`/`s`, `identify`/`i`, `group`/`g` and `alias`/`a` take one message. The ingest key is the write key: HTTP Basic user name (empty password), `writeKey` in the body, or a Bearer header. Each message becomes a Tally event and takes the path of POST /api/ingest; identify, group and alias are acknowledged and not stored. `Content-Encoding: gzip` is accepted.
+         */
+        post: operations["SegmentController_ingest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/posthog/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest in the PostHog format
+         * @description Takes `{ "api_key", "batch": [event…], "sent_at"? }`, one event, or an array of events, with or without a trailing slash. The ingest key is `api_key` (or `token`) in the body, or a Bearer header. Each event becomes a Tally event and takes the path of POST /api/ingest; `$identify`, `$create_alias`, `$groupidentify` and `$set` are acknowledged and not stored. `Content-Encoding: gzip` is accepted.
+         */
+        post: operations["PostHogController_capture[0]"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/posthog/capture": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest in the PostHog format
+         * @description Takes `{ "api_key", "batch": [event…], "sent_at"? }`, one event, or an array of events, with or without a trailing slash. The ingest key is `api_key` (or `token`) in the body, or a Bearer header. Each event becomes a Tally event and takes the path of POST /api/ingest; `$identify`, `$create_alias`, `$groupidentify` and `$set` are acknowledged and not stored. `Content-Encoding: gzip` is accepted.
+         */
+        post: operations["PostHogController_capture[1]"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/posthog/e": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest in the PostHog format
+         * @description Takes `{ "api_key", "batch": [event…], "sent_at"? }`, one event, or an array of events, with or without a trailing slash. The ingest key is `api_key` (or `token`) in the body, or a Bearer header. Each event becomes a Tally event and takes the path of POST /api/ingest; `$identify`, `$create_alias`, `$groupidentify` and `$set` are acknowledged and not stored. `Content-Encoding: gzip` is accepted.
+         */
+        post: operations["PostHogController_capture[2]"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/posthog/i/v0/e": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest in the PostHog format
+         * @description Takes `{ "api_key", "batch": [event…], "sent_at"? }`, one event, or an array of events, with or without a trailing slash. The ingest key is `api_key` (or `token`) in the body, or a Bearer header. Each event becomes a Tally event and takes the path of POST /api/ingest; `$identify`, `$create_alias`, `$groupidentify` and `$set` are acknowledged and not stored. `Content-Encoding: gzip` is accepted.
+         */
+        post: operations["PostHogController_capture[3]"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -622,6 +722,146 @@ export interface components {
             /** @description Events that still break the plan, or whose name the day has no room for (INGEST_MAX_EVENT_NAMES_PER_DAY); they stay in the quarantine. */
             stillRejected: number;
         };
+        SegmentResultDto: {
+            /** @description Events in the batch: accepted + duplicates + rejected. */
+            received: number;
+            /** @description Events stored by this request. */
+            accepted: number;
+            /** @description Events whose eventId was already seen (in this batch or within 7 days); not stored again. */
+            duplicates: number;
+            /** @description Events refused; see `errors`. */
+            rejected: number;
+            /** @description The billed units: every accepted event when the key is a live key (tly_live_…), including events that say `isTestMode: true`; always 0 with a test key (tly_test_…). */
+            metered: number;
+            /** @description True when the batch was sent with a test key. */
+            testMode: boolean;
+            /** @description Size of the decoded body in bytes. */
+            payloadBytes: number;
+            /** @description Receive time, epoch milliseconds. */
+            serverTime: number;
+            /** @description Per-event errors, at most INGEST_MAX_ERRORS_LISTED (default 100) entries in batch order; `errorCounts` counts them all. */
+            errors: components["schemas"]["EventErrorDto"][];
+            /** @description Per-event warnings of accepted events (and `quarantine_full` of events a tracking plan rejected), at most INGEST_MAX_ERRORS_LISTED (default 100) entries; `warningCounts` counts them all. */
+            warnings: components["schemas"]["EventWarningDto"][];
+            /**
+             * @description Errors of the whole batch by code, including those past the listed ones. A code that did not occur is absent.
+             * @example {
+             *       "invalid_type": 2
+             *     }
+             */
+            errorCounts: {
+                missing_field?: number;
+                invalid_type?: number;
+                invalid_value?: number;
+                too_long?: number;
+                too_many_keys?: number;
+                nested_value?: number;
+                event_too_large?: number;
+                event_too_old?: number;
+                pii_detected?: number;
+                unstorable_value?: number;
+                too_many_event_names?: number;
+                user_suppressed?: number;
+                schema_violation?: number;
+                unplanned_event?: number;
+            };
+            /**
+             * @description Warnings of the accepted events by code, including those past the listed ones. A code that did not occur is absent.
+             * @example {
+             *       "ignored_field": 1
+             *     }
+             */
+            warningCounts: {
+                ignored_field?: number;
+                invalid_format?: number;
+                null_value_dropped?: number;
+                unlinked?: number;
+                pii_redacted?: number;
+                pii_pseudonymised?: number;
+                clock_skew_corrected?: number;
+                future_time_clamped?: number;
+                schema_violation?: number;
+                unplanned_event?: number;
+                quarantine_full?: number;
+            };
+            /** @description Messages counted and not stored (identify, group, alias; PostHog `$identify`, `$create_alias`, `$groupidentify`, `$set`). Not part of `received`. Per-event `index` is the position in the SDK batch. */
+            acknowledged: number;
+            /**
+             * @description What Segment’s SDKs expect: the batch was taken.
+             * @enum {boolean}
+             */
+            success: true;
+        };
+        PostHogResultDto: {
+            /** @description Events in the batch: accepted + duplicates + rejected. */
+            received: number;
+            /** @description Events stored by this request. */
+            accepted: number;
+            /** @description Events whose eventId was already seen (in this batch or within 7 days); not stored again. */
+            duplicates: number;
+            /** @description Events refused; see `errors`. */
+            rejected: number;
+            /** @description The billed units: every accepted event when the key is a live key (tly_live_…), including events that say `isTestMode: true`; always 0 with a test key (tly_test_…). */
+            metered: number;
+            /** @description True when the batch was sent with a test key. */
+            testMode: boolean;
+            /** @description Size of the decoded body in bytes. */
+            payloadBytes: number;
+            /** @description Receive time, epoch milliseconds. */
+            serverTime: number;
+            /** @description Per-event errors, at most INGEST_MAX_ERRORS_LISTED (default 100) entries in batch order; `errorCounts` counts them all. */
+            errors: components["schemas"]["EventErrorDto"][];
+            /** @description Per-event warnings of accepted events (and `quarantine_full` of events a tracking plan rejected), at most INGEST_MAX_ERRORS_LISTED (default 100) entries; `warningCounts` counts them all. */
+            warnings: components["schemas"]["EventWarningDto"][];
+            /**
+             * @description Errors of the whole batch by code, including those past the listed ones. A code that did not occur is absent.
+             * @example {
+             *       "invalid_type": 2
+             *     }
+             */
+            errorCounts: {
+                missing_field?: number;
+                invalid_type?: number;
+                invalid_value?: number;
+                too_long?: number;
+                too_many_keys?: number;
+                nested_value?: number;
+                event_too_large?: number;
+                event_too_old?: number;
+                pii_detected?: number;
+                unstorable_value?: number;
+                too_many_event_names?: number;
+                user_suppressed?: number;
+                schema_violation?: number;
+                unplanned_event?: number;
+            };
+            /**
+             * @description Warnings of the accepted events by code, including those past the listed ones. A code that did not occur is absent.
+             * @example {
+             *       "ignored_field": 1
+             *     }
+             */
+            warningCounts: {
+                ignored_field?: number;
+                invalid_format?: number;
+                null_value_dropped?: number;
+                unlinked?: number;
+                pii_redacted?: number;
+                pii_pseudonymised?: number;
+                clock_skew_corrected?: number;
+                future_time_clamped?: number;
+                schema_violation?: number;
+                unplanned_event?: number;
+                quarantine_full?: number;
+            };
+            /** @description Messages counted and not stored (identify, group, alias; PostHog `$identify`, `$create_alias`, `$groupidentify`, `$set`). Not part of `received`. Per-event `index` is the position in the SDK batch. */
+            acknowledged: number;
+            /**
+             * @description What PostHog’s SDKs expect: the batch was taken.
+             * @enum {number}
+             */
+            status: 1;
+        };
         EventRecordDto: {
             /** @description Server-assigned id, opaque and specific to the app: 22 base64url characters. Stable for an event; its order and value say nothing about other events or apps. */
             id: string;
@@ -689,8 +929,10 @@ export interface components {
              * @description The app whose users are erased.
              */
             appId: string;
-            /** @description The users to erase, as sent in events (`anonymousUserId`); 1 to 1,000, without control characters. */
-            anonymousUserIds: string[];
+            /** @description The users to erase, as sent in events (`anonymousUserId`); 1 to 1,000, without control characters. This or `userIds` is required. */
+            anonymousUserIds?: string[];
+            /** @description Account ids as sent through the Segment (`userId`) or PostHog (`distinct_id`) formats, raw: they are pseudonymised as ingest does before matching and are never stored or logged. With `anonymousUserIds`, at most 1,000 ids in all. */
+            userIds?: string[];
             /**
              * @description Also refuse the users’ future events (`user_suppressed`) from the 202 on.
              * @default true
@@ -1535,6 +1777,591 @@ export interface operations {
             };
         };
     };
+    SegmentController_ingest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The Tracking API method. */
+                endpoint: "batch" | "b" | "track" | "t" | "page" | "p" | "screen" | "s" | "identify" | "i" | "group" | "g" | "alias" | "a";
+            };
+            cookie?: never;
+        };
+        /** @description A Segment batch or a single message. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+                "text/plain": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The batch metering result of POST /api/ingest, sent after the commit, per message of the SDK batch. Rejected messages are also kept in the quarantine with their code. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentResultDto"];
+                };
+            };
+            /** @description Invalid JSON, or no message in the body (`invalid_json`, `invalid_body`); nothing stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid ingest key (`invalid_key`), or an API key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body arrived too slowly (`body_timeout`); nothing stored. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description More than INGEST_MAX_EVENTS messages or INGEST_MAX_BYTES decoded bytes; nothing stored (`limitEvents`, `limitBytes`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content-Type is not application/json or text/plain, or an unknown Content-Encoding. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate, CPU or in-flight limit of the key; nothing stored. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable; nothing stored. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "PostHogController_capture[0]": {
+        parameters: {
+            query?: {
+                /** @description The body is gzip whatever its Content-Type and Content-Encoding (as posthog-js sends it). */
+                compression?: "gzip-js";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A PostHog batch, one event, or an array of events. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+                "text/plain": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The batch metering result of POST /api/ingest, sent after the commit, per message of the SDK batch. Rejected messages are also kept in the quarantine with their code. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostHogResultDto"];
+                };
+            };
+            /** @description Invalid JSON, or no message in the body (`invalid_json`, `invalid_body`); nothing stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid ingest key (`invalid_key`), or an API key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body arrived too slowly (`body_timeout`); nothing stored. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description More than INGEST_MAX_EVENTS messages or INGEST_MAX_BYTES decoded bytes; nothing stored (`limitEvents`, `limitBytes`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content-Type is not application/json or text/plain, or an unknown Content-Encoding. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate, CPU or in-flight limit of the key; nothing stored. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable; nothing stored. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "PostHogController_capture[1]": {
+        parameters: {
+            query?: {
+                /** @description The body is gzip whatever its Content-Type and Content-Encoding (as posthog-js sends it). */
+                compression?: "gzip-js";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A PostHog batch, one event, or an array of events. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+                "text/plain": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The batch metering result of POST /api/ingest, sent after the commit, per message of the SDK batch. Rejected messages are also kept in the quarantine with their code. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostHogResultDto"];
+                };
+            };
+            /** @description Invalid JSON, or no message in the body (`invalid_json`, `invalid_body`); nothing stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid ingest key (`invalid_key`), or an API key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body arrived too slowly (`body_timeout`); nothing stored. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description More than INGEST_MAX_EVENTS messages or INGEST_MAX_BYTES decoded bytes; nothing stored (`limitEvents`, `limitBytes`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content-Type is not application/json or text/plain, or an unknown Content-Encoding. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate, CPU or in-flight limit of the key; nothing stored. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable; nothing stored. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "PostHogController_capture[2]": {
+        parameters: {
+            query?: {
+                /** @description The body is gzip whatever its Content-Type and Content-Encoding (as posthog-js sends it). */
+                compression?: "gzip-js";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A PostHog batch, one event, or an array of events. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+                "text/plain": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The batch metering result of POST /api/ingest, sent after the commit, per message of the SDK batch. Rejected messages are also kept in the quarantine with their code. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostHogResultDto"];
+                };
+            };
+            /** @description Invalid JSON, or no message in the body (`invalid_json`, `invalid_body`); nothing stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid ingest key (`invalid_key`), or an API key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body arrived too slowly (`body_timeout`); nothing stored. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description More than INGEST_MAX_EVENTS messages or INGEST_MAX_BYTES decoded bytes; nothing stored (`limitEvents`, `limitBytes`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content-Type is not application/json or text/plain, or an unknown Content-Encoding. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate, CPU or in-flight limit of the key; nothing stored. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable; nothing stored. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "PostHogController_capture[3]": {
+        parameters: {
+            query?: {
+                /** @description The body is gzip whatever its Content-Type and Content-Encoding (as posthog-js sends it). */
+                compression?: "gzip-js";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A PostHog batch, one event, or an array of events. */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+                "text/plain": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The batch metering result of POST /api/ingest, sent after the commit, per message of the SDK batch. Rejected messages are also kept in the quarantine with their code. */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PostHogResultDto"];
+                };
+            };
+            /** @description Invalid JSON, or no message in the body (`invalid_json`, `invalid_body`); nothing stored. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid ingest key (`invalid_key`), or an API key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body arrived too slowly (`body_timeout`); nothing stored. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description More than INGEST_MAX_EVENTS messages or INGEST_MAX_BYTES decoded bytes; nothing stored (`limitEvents`, `limitBytes`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Content-Type is not application/json or text/plain, or an unknown Content-Encoding. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A rate, CPU or in-flight limit of the key; nothing stored. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable; nothing stored. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     EventsController_list: {
         parameters: {
             query: {
@@ -2063,7 +2890,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["CreateDeletionDto"];
+                "application/json": components["schemas"]["CreateDeletionDto"] | unknown | unknown;
             };
         };
         responses: {

@@ -1,0 +1,167 @@
+import { isControlCode } from '@app/common/control-characters';
+import type { Rejection } from '@app/plans/plan-gate';
+import type { QuarantineEvent } from '@app/plans/quarantine.types';
+import type { Violation } from '@app/plans/plan.types';
+import { EVENT_LIMITS, REDACTED } from './ingest.limits';
+import type { AcceptedEvent, EventErrorCode, EventIssue, Payload } from './ingest.types';
+import { detectPii, identifierKind } from './pii';
+
+/** Where an event came from: `POST /api/ingest`, or the Segment or PostHog wire format. */
+export type IngestSource = 'native' | 'segment' | 'posthog';
+
+/** Per-request ingest options of the SDK formats. */
+export interface IngestOptions {
+  source: IngestSource;
+  /**
+   * Keeps every rejected event in the quarantine with its code, whatever the plan's mode: the
+   * SDKs ignore per-event results, so nothing they send may be dropped silently.
+   */
+  keepRejected: boolean;
+}
+
+export const NATIVE: IngestOptions = { source: 'native', keepRejected: false };
+
+/**
+ * Codes not kept by `keepRejected`: the plan's own rejections are already quarantined under
+ * `enforce`, and a suppressed user's events must not be kept anywhere.
+ */
+const NOT_KEPT = new Set<EventErrorCode>(['schema_violation', 'unplanned_event', 'user_suppressed']);
+
+/** A rejected event of the request: as sent (field rules) or as normalised (later rules). */
+export interface RejectedItem {
+  index: number;
+  code: EventErrorCode;
+  raw: unknown;
+  event: AcceptedEvent | null;
+}
+
+/**
+ * Finds the code of the event the validator just rejected: the one code whose count moved.
+ * Only rejections pay for it, and it needs nothing from the validator but its public counts.
+ */
+export class RejectionCodes {
+  private readonly seen: Partial<Record<EventErrorCode, number>> = {};
+
+  next(byCode: Partial<Record<EventErrorCode, number>>): EventErrorCode | null {
+    for (const code of Object.keys(byCode) as EventErrorCode[]) {
+      const n = byCode[code]!;
+      if (n !== (this.seen[code] ?? 0)) {
+        this.seen[code] = n;
+        return code;
+      }
+    }
+    return null;
+  }
+}
+
+export function isKept(code: EventErrorCode): boolean {
+  return !NOT_KEPT.has(code);
+}
+
+/** Whether PostgreSQL can store `s` as text and in JSON: no control character, no lone surrogate. */
+function storable(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (isControlCode(c)) return false;
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const next = s.charCodeAt(i + 1);
+      if (!(next >= 0xdc00 && next <= 0xdfff)) return false;
+      i++;
+    } else if (c >= 0xdc00 && c <= 0xdfff) return false;
+  }
+  return true;
+}
+
+/** The string as the quarantine can store it, or null. */
+function text(value: unknown, max: number): string | null {
+  if (typeof value !== 'string' || value.length === 0) return null;
+  const s = value.length > max ? value.slice(0, max) : value;
+  return storable(s) ? s : null;
+}
+
+/** An error's field or message as the quarantine can store it: what it cannot is replaced. */
+function clean(s: string): string {
+  return storable(s) ? s : Array.from(s, (ch) => (storable(ch) ? ch : '\ufffd')).join('');
+}
+
+/** The flat, storable part of a rejected event's payload; personal data redacted. */
+function keptPayload(value: unknown): Payload | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const out: Payload = {};
+  let n = 0;
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    if (n >= EVENT_LIMITS.payloadMaxKeys) break;
+    const k = text(key, EVENT_LIMITS.payloadKeyMax);
+    if (k === null) continue;
+    if (typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) out[k] = v;
+    else if (typeof v === 'string') {
+      const s = text(v, EVENT_LIMITS.payloadStringMax);
+      if (s === null) continue;
+      out[k] = detectPii(s) === null ? s : REDACTED;
+    } else continue;
+    n++;
+  }
+  return n === 0 ? null : out;
+}
+
+/**
+ * What the quarantine keeps of an event the field rules refused: the parts that are storable as
+ * they are, user ids already pseudonymised by the caller, personal data never raw.
+ */
+export function keptEvent(
+  raw: unknown,
+  receivedAt: number,
+  testMode: boolean,
+  pseudonymise: (kind: 'email' | 'phone', value: string) => string,
+): QuarantineEvent {
+  const ev = (typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw : {}) as Record<
+    string,
+    unknown
+  >;
+  const { contextMax, identifierMax } = EVENT_LIMITS;
+  let user = text(ev.anonymousUserId, identifierMax);
+  const kind = user === null ? null : identifierKind(user);
+  if (kind !== null) user = pseudonymise(kind, user!);
+  const time = ev.eventTime;
+  const floatValue = ev.floatValue;
+  return {
+    eventName: text(ev.eventName, EVENT_LIMITS.eventNameMax) ?? '(invalid)',
+    eventId: text(ev.eventId, identifierMax),
+    anonymousUserId: user,
+    sessionId: text(ev.sessionId, identifierMax),
+    eventTime: typeof time === 'number' && Number.isSafeInteger(time) && time >= 0 ? time : null,
+    ts: receivedAt,
+    isTestMode: testMode || ev.isTestMode === true,
+    platform: text(ev.platform, contextMax),
+    appVersion: text(ev.appVersion, contextMax),
+    buildNumber: text(ev.buildNumber, contextMax),
+    osVersion: text(ev.osVersion, contextMax),
+    deviceModel: text(ev.deviceModel, contextMax),
+    locale: text(ev.locale, contextMax),
+    timezone: text(ev.timezone, contextMax),
+    floatValue: typeof floatValue === 'number' && Number.isFinite(floatValue) ? floatValue : null,
+    payload: keptPayload(ev.payload),
+  };
+}
+
+/** The quarantine records of a request's kept rejections, with the errors listed for each. */
+export function keptRejections(
+  items: RejectedItem[],
+  errors: EventIssue<EventErrorCode>[],
+  build: (raw: unknown) => QuarantineEvent,
+): Rejection<QuarantineEvent & { index: number }>[] {
+  const byIndex = new Map<number, Violation[]>();
+  for (const e of errors) {
+    const list = byIndex.get(e.index) ?? [];
+    // The quarantine's violations are a JSON list of {field, code, message}, whatever the code.
+    list.push({ field: clean(e.field), code: e.code as Violation['code'], message: clean(e.message) });
+    byIndex.set(e.index, list);
+  }
+  return items.map(({ index, code, raw, event }) => ({
+    event: event ?? { ...build(raw), index },
+    code: code as Violation['code'],
+    violations: byIndex.get(index) ?? [
+      { field: 'event', code: code as Violation['code'], message: `Rejected with ${code}.` },
+    ],
+  }));
+}

@@ -1,0 +1,140 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { AppError } from '@app/common/app-error';
+import { MetricsService } from '@app/common/metrics/metrics.service';
+import { APP_CONFIG, ConfigSlice } from '@app/config/config';
+import { AppsService } from '@app/auth/apps.service';
+import type { RequestKey } from '@app/auth/authenticated-request';
+import type { IngestBody } from '@app/ingest/ingest-body.reader';
+import { CpuMeter } from '@app/ingest/ingest-cpu.budget';
+import { batchTooLarge } from '@app/ingest/ingest-errors';
+import { maxEventsPerRequest } from '@app/ingest/ingest.limits';
+import { IngestService } from '@app/ingest/ingest.service';
+import type { EventIssue, IngestResult } from '@app/ingest/ingest.types';
+import { pseudonymiseAccount } from '@app/ingest/pii';
+import type { AccountPseudonym, MappedBatch } from './sdk-mapping';
+
+export type SdkSource = 'segment' | 'posthog';
+
+/** The batch metering result of POST /api/ingest, plus the messages counted and not stored. */
+export interface SdkIngestResult extends IngestResult {
+  /** Messages acknowledged and not stored (identify, group, alias, …); not in `received`. */
+  acknowledged: number;
+}
+
+/** Maps a parsed body; null when it holds no message at all. */
+export type BodyMapper = (body: unknown, pseudonym: AccountPseudonym) => MappedBatch | null;
+
+function notABatch(field: string): AppError {
+  return new AppError('invalid_body', 'The body holds no message; nothing was stored.', {
+    errors: [{ field, code: 'missing_field', message: `${field} is required.` }],
+  });
+}
+
+/**
+ * The SDK formats' path: the body, mapped onto Tally events by a pure mapping (account ids
+ * pseudonymised on the way), then ingest's own path unchanged, with every rejected event kept in
+ * the quarantine. Per-event results name the message's position in the SDK's batch.
+ */
+@Injectable()
+export class SdkIngestService {
+  constructor(
+    @Inject(APP_CONFIG)
+    private readonly config: ConfigSlice<
+      'ingestMaxErrorsListed' | 'ingestMaxBytes' | 'ingestMaxEvents' | 'ingestRateEvents'
+    >,
+    private readonly ingest: IngestService,
+    private readonly apps: AppsService,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async run(
+    source: SdkSource,
+    key: RequestKey,
+    body: IngestBody,
+    map: BodyMapper,
+    cpu: CpuMeter,
+  ): Promise<SdkIngestResult> {
+    const secret = await this.apps.piiSecret(key.appIds[0]);
+    // An SDK's batch mostly holds one account's events: each id is hashed once per request.
+    const pseudonyms = new Map<string, string>();
+    const pseudonym = (id: string) => {
+      let p = pseudonyms.get(id);
+      if (p === undefined) pseudonyms.set(id, (p = pseudonymiseAccount(secret, id)));
+      return p;
+    };
+    const mapped = cpu.time(() => map(body.value, pseudonym));
+    if (mapped === null) throw notABatch('batch');
+    const messages = mapped.events.length + mapped.acknowledged + mapped.rejections.length;
+    const max = maxEventsPerRequest(this.config);
+    if (messages > max) {
+      throw batchTooLarge(
+        this.config,
+        { events: messages, bytes: body.bytes },
+        `The batch holds ${messages} messages; the limit is ${max}.`,
+      );
+    }
+    const result = mapped.events.length
+      ? await this.ingest.ingest(
+          key,
+          { value: { events: mapped.events, sentAt: mapped.sentAt }, bytes: body.bytes },
+          cpu,
+          undefined,
+          { source, keepRejected: true },
+        )
+      : this.empty(key, body.bytes);
+    this.metrics.recordIngestEvents(source, 'acknowledged', mapped.acknowledged);
+    this.metrics.recordIngestEvents(source, 'rejected', mapped.rejections.length);
+    return this.merge(result, mapped);
+  }
+
+  /** The answer to a body of acknowledged (or unmappable) messages only. */
+  private empty(key: RequestKey, bytes: number): IngestResult {
+    return {
+      received: 0,
+      accepted: 0,
+      duplicates: 0,
+      rejected: 0,
+      metered: 0,
+      testMode: key.mode === 'test',
+      payloadBytes: bytes,
+      serverTime: Date.now(),
+      errors: [],
+      warnings: [],
+      errorCounts: {},
+      warningCounts: {},
+    };
+  }
+
+  /** Ingest's result in the messages' positions, with the mapping's own warnings and rejections. */
+  private merge(result: IngestResult, mapped: MappedBatch): SdkIngestResult {
+    const at = (issue: EventIssue<string>) => ({
+      ...issue,
+      index: mapped.messageIndexes[issue.index] ?? issue.index,
+    });
+    const listed = this.config.ingestMaxErrorsListed;
+    const errors = result.errors.map(at);
+    const warnings = result.warnings.map(at);
+    const errorCounts = { ...result.errorCounts };
+    const warningCounts = { ...result.warningCounts };
+    for (const r of mapped.rejections) {
+      errorCounts[r.code] = (errorCounts[r.code] ?? 0) + 1;
+      if (errors.length < listed) errors.push(r);
+    }
+    for (const w of mapped.warnings) {
+      warningCounts[w.code] = (warningCounts[w.code] ?? 0) + 1;
+      if (warnings.length < listed) warnings.push(w);
+    }
+    errors.sort((a, b) => a.index - b.index);
+    warnings.sort((a, b) => a.index - b.index);
+    return {
+      ...result,
+      received: result.received + mapped.rejections.length,
+      rejected: result.rejected + mapped.rejections.length,
+      errors: errors as IngestResult['errors'],
+      warnings: warnings as IngestResult['warnings'],
+      errorCounts,
+      warningCounts,
+      acknowledged: mapped.acknowledged,
+    };
+  }
+}

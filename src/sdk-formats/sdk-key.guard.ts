@@ -1,0 +1,110 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import type { Request } from 'express';
+import { bearerToken } from '@app/auth/authenticated-request';
+import { KeyAuthenticator } from '@app/auth/key-auth';
+import { IngestBodyReader, type BodyFormat, type IngestBody } from '@app/ingest/ingest-body.reader';
+import { CpuMeter } from '@app/ingest/ingest-cpu.budget';
+import { postHogKeyOf } from './posthog.mapping';
+import { isObject } from './sdk-mapping';
+
+const BODY = Symbol('tally.sdkBody');
+
+/**
+ * Bodies read before their key is known (a key in the body) share this in-flight budget
+ * (INGEST_MAX_INFLIGHT_BYTES_PER_KEY), so that clients without a valid key cannot hold more.
+ */
+const UNAUTHENTICATED = 'sdk-body-key';
+
+/** A body a guard had to read to find the key, and the CPU that reading took. */
+export interface PreReadBody {
+  body: IngestBody;
+  /** Charged to the key once it is known, as the read of any ingest body is. */
+  cpu: CpuMeter;
+}
+
+/** The body a guard had to read to find the key, if any. */
+export function preReadBody(req: Request): PreReadBody | undefined {
+  return (req as unknown as Record<symbol, PreReadBody | undefined>)[BODY];
+}
+
+/** The user name of HTTP Basic credentials (Segment's write key, with an empty password). */
+export function basicUser(req: Request): string | null {
+  const header = req.headers.authorization;
+  if (typeof header !== 'string') return null;
+  const match = /^Basic[ ]+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!match) return null;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  const user = colon === -1 ? decoded : decoded.slice(0, colon);
+  return user === '' ? null : user;
+}
+
+/** Whether the PostHog body is gzip by its query (`?compression=gzip-js`), whatever its headers. */
+export function postHogFormat(req: Request): BodyFormat {
+  return { textPlain: true, gzip: req.query.compression === 'gzip-js' };
+}
+
+export const SEGMENT_FORMAT: BodyFormat = { textPlain: true };
+
+/**
+ * Authenticates the ingest key where an SDK puts it: in a header when there is one (then the
+ * body is read after the guards, as for POST /api/ingest), else in the body, which is read
+ * first, within ingest's limits, and kept for the handler.
+ */
+@Injectable()
+abstract class SdkKeyGuard implements CanActivate {
+  constructor(
+    private readonly auth: KeyAuthenticator,
+    private readonly reader: IngestBodyReader,
+  ) {}
+
+  protected abstract headerKey(req: Request): string | null;
+  protected abstract bodyKey(body: unknown): string | null;
+  protected abstract format(req: Request): BodyFormat;
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const req = context.switchToHttp().getRequest<Request>();
+    const fromHeader = this.headerKey(req);
+    if (fromHeader !== null || req.headers.authorization !== undefined) {
+      await this.auth.authenticate(req, 'ingest', fromHeader);
+      return true;
+    }
+    const cpu = new CpuMeter();
+    const body = await this.reader.read(req, UNAUTHENTICATED, cpu, this.format(req));
+    (req as unknown as Record<symbol, PreReadBody>)[BODY] = { body, cpu };
+    await this.auth.authenticate(req, 'ingest', this.bodyKey(body.value));
+    return true;
+  }
+}
+
+/** Segment: HTTP Basic with the write key as user name, a Bearer header, or `writeKey` in the body. */
+@Injectable()
+export class SegmentKeyGuard extends SdkKeyGuard {
+  protected headerKey(req: Request): string | null {
+    return basicUser(req) ?? bearerToken(req);
+  }
+
+  protected bodyKey(body: unknown): string | null {
+    return isObject(body) && typeof body.writeKey === 'string' ? body.writeKey : null;
+  }
+
+  protected format(): BodyFormat {
+    return SEGMENT_FORMAT;
+  }
+}
+
+/** PostHog: a Bearer header, or `api_key` (or `token`) in the body. */
+@Injectable()
+export class PostHogKeyGuard extends SdkKeyGuard {
+  protected headerKey(req: Request): string | null {
+    return bearerToken(req);
+  }
+
+  protected bodyKey(body: unknown): string | null {
+    return postHogKeyOf(body);
+  }
+
+  protected format(req: Request): BodyFormat {
+    return postHogFormat(req);
+  }
+}
