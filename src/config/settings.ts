@@ -224,7 +224,7 @@ export const SETTINGS = {
     group: 'ingest',
     parse: int(1, 365),
     default: 30,
-    doc: "Older events are rejected with `event_too_old`, whose message names this limit. Also the dedup window, so that it covers what mobile SDKs keep offline and resend for weeks (docs/sdks.md).",
+    doc: 'Older events are rejected with `event_too_old`, whose message names this limit. Also the dedup window, so that it covers what mobile SDKs keep offline and resend for weeks (docs/sdks.md).',
   }),
   ingestMaxErrorsListed: setting({
     env: 'INGEST_MAX_ERRORS_LISTED',
