@@ -97,7 +97,7 @@ export class DeletionRepository {
     const rows = (await tx.query(
       `INSERT INTO deletions (id, app_id, user_count, user_ids, suppress, requested_by, not_before, kind)
        VALUES ($1, $2, $3, $4::text[], $5, $6::jsonb, to_timestamp($7::float8 / 1000), $8)
-       ON CONFLICT (id) DO NOTHING RETURNING id`,
+       ON CONFLICT DO NOTHING RETURNING id`,
       [
         d.id,
         d.appId,
