@@ -21,7 +21,9 @@
 // user, bench/scenarios/erasure.mjs, the `erasure` section), --export [--export-events N] (only
 // the raw export, bench/scenarios/export.mjs, the `export` section), --plans (only the
 // tracking-plan figures, bench/scenarios/plans.mjs, the `plans` section), --backup
-// [--backup-events N] (only tally backup and restore, bench/scenarios/backup.mjs, the `backup` section).
+// [--backup-events N] (only tally backup and restore, bench/scenarios/backup.mjs, the `backup` section),
+// --citus (ingest on the Citus cluster of CITUS_COORDINATOR_URL against a plain PostgreSQL,
+// bench/scenarios/citus.mjs, the `citus` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -152,6 +154,7 @@ const STANDALONE_SECTIONS = [
   'export',
   'plans',
   'backup',
+  'citus',
 ];
 
 function previousSection(name) {
@@ -180,6 +183,7 @@ const STANDALONE_MODES = {
   export: () => import('./scenarios/export.mjs').then((m) => m.exportBenchmarkMain({ root: ROOT, log, git })),
   plans: () => import('./scenarios/plans.mjs').then((m) => m.plansBenchmarkMain()),
   backup: () => import('./scenarios/backup.mjs').then((m) => m.backupBenchmarkMain({ root: ROOT, log, git })),
+  citus: () => import('./scenarios/citus.mjs').then((m) => m.citusBenchmarkMain({ root: ROOT, log, git })),
 };
 const mode = Object.keys(STANDALONE_MODES).find((name) => flags[name]);
 const run = mode ? STANDALONE_MODES[mode] : main;

@@ -55,7 +55,9 @@ export interface NewDeletion {
 /** Wakes the deletion runners of every instance (payload: the deletion id). */
 export const DELETIONS_CHANNEL = 'tally_deletions';
 
-const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+// A difference of timestamps and extract() of an interval are IMMUTABLE, as Citus requires of
+// what an INSERT or UPDATE returns; extract() of a timestamptz is only STABLE.
+const ms = (column: string) => `(extract(epoch FROM ${column} - 'epoch'::timestamptz) * 1000)::float8`;
 
 const COLUMNS = `id, app_id AS "appId", kind, status, user_count AS "userCount", user_ids AS "userIds",
   suppress, requested_by AS "requestedBy", steps_done AS "stepsDone", days::text[] AS days, events_deleted::float8 AS "eventsDeleted",

@@ -158,6 +158,20 @@ describe('distribution', () => {
     }
     for (const table of REFERENCE_TABLES)
       expect({ table, ...byName.get(table) }).toMatchObject({ table, type: 'reference' });
+    // Every other table with rows per app too: a table added later without its rule fails here.
+    const perApp = await sql<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+         JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE a.attname = 'app_id' AND NOT a.attisdropped AND c.relkind IN ('r', 'p')
+          AND n.nspname = current_schema() AND c.relname <> 'audit_log'`,
+    );
+    for (const { name } of perApp) {
+      expect({ name, ...byName.get(name) }).toMatchObject({
+        name,
+        type: 'distributed',
+        colocation: events.colocation,
+      });
+    }
     expect(byName.has('audit_log')).toBe(false);
     expect(byName.has('migrations')).toBe(false);
     // Partitions made at boot are distributed with their parent.
