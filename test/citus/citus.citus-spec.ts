@@ -12,6 +12,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { Client } from 'pg';
 import request from 'supertest';
 import { APP_TABLES, REFERENCE_TABLES } from '@migrations/1764200000000-citus-distribution';
+import { PartitionRepository } from '@app/storage/partition.repository';
 import { bearer, makeApiKey, makeTenant, postIngest } from '../factories';
 import { startTestApp, testDatabaseUrl, type TestApp } from '../support/test-app';
 
@@ -231,6 +232,28 @@ describe('ingest commits on one worker', () => {
       const copies = await storedCopies(t.appId, sent.get(t.appId)!);
       expect([...copies.values()].every((n) => n === 1)).toBe(true);
     }
+  });
+});
+
+describe('partition upkeep', () => {
+  it("sizes today's partition over its shards and summarizes its BRIN lookup index on the shards", async () => {
+    const [tenant] = await tenantsOnEveryWorker(1);
+    const res = await postIngest(app.http, tenant.liveKey, { events: batch(`upkeep-${randomUUID()}`) });
+    expect(res.status).toBe(200);
+    const repo = app.app.get(PartitionRepository);
+    const today = `events_p${new Date().toISOString().slice(0, 10).replace(/-/g, '')}_lookup`;
+    const index = (await repo.lookupIndexes()).find((i) => i.index === today);
+    expect(index).toBeDefined();
+    // The coordinator's partition is an empty shell: these blocks are the shards'.
+    expect(index!.blocks).toBeGreaterThan(0);
+    const summarized = await repo.summarizeRanges(index!.index, 0, index!.blocks, 1_000);
+    expect(summarized).toEqual(expect.any(Number));
+    const [shards] = await sql<{ failed: number }>(
+      `SELECT count(*) FILTER (WHERE NOT success)::int AS failed
+         FROM run_command_on_shards($1, $$SELECT count(*) FROM pg_index WHERE indrelid = '%s'::regclass$$)`,
+      [today.replace(/_lookup$/, '')],
+    );
+    expect(shards.failed).toBe(0);
   });
 });
 

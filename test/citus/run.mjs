@@ -13,7 +13,10 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-// The suites whose tests store, read, erase or export data through the service.
+// The suites whose tests store, read, erase or export data through the service. Not here:
+// test/storage-lookups.e2e-spec.ts, which reads the plans and BRIN summaries of the server's own
+// partitions (on Citus those are the coordinator's empty shells; the shards' upkeep is checked in
+// test/citus/citus.citus-spec.ts).
 const SUITES = [
   'test/ingest.e2e-spec.ts',
   'test/ingest-group-commit.e2e-spec.ts',
@@ -34,11 +37,16 @@ const SUITES = [
   'test/plans.e2e-spec.ts',
   'test/quarantine-bounds.e2e-spec.ts',
   'test/retention.e2e-spec.ts',
-  'test/storage-lookups.e2e-spec.ts',
   'test/audit.e2e-spec.ts',
   'test/revocation.e2e-spec.ts',
   'test/key-info.e2e-spec.ts',
 ];
+
+// Tests of a single node's own mechanics, left out here: this one locks `rollups` on the server
+// and kills the backend that waits for it, where on Citus the wait happens on a worker.
+const SINGLE_NODE_TESTS = ['a run killed halfway leaves its marks'];
+const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const skipSingleNode = `^(?!.*(${SINGLE_NODE_TESTS.map(escape).join('|')})).*$`;
 
 const url = process.env.CITUS_COORDINATOR_URL;
 if (!url) {
@@ -67,7 +75,7 @@ const jest = (args) =>
   }).status;
 
 const suites = only.length > 0 ? SUITES.filter((s) => only.some((o) => s.includes(o))) : SUITES;
-const e2e = suites.length > 0 ? jest(suites) : 0;
+const e2e = suites.length > 0 ? jest(['-t', skipSingleNode, ...suites]) : 0;
 const citus = jest(['--testMatch', '<rootDir>/test/citus/**/*.citus-spec.ts']);
 process.stdout.write(
   `\ntest:citus: end-to-end suites ${e2e === 0 ? 'passed' : 'FAILED'}, Citus checks ${citus === 0 ? 'passed' : 'FAILED'}\n`,
