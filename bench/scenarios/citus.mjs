@@ -206,7 +206,7 @@ async function citusSide(root, url, log) {
   }
 }
 
-async function plainSide(log) {
+async function plainSide(root, log) {
   const db = await startDatabase('bench-citus-plain');
   const server = await startServer({
     databaseUrl: db.url,
@@ -216,7 +216,7 @@ async function plainSide(log) {
   try {
     const pgVersion = (await db.pool.query('SHOW server_version')).rows[0].server_version;
     log(`plain: PostgreSQL ${pgVersion}`);
-    const apps = await makeApps(process.cwd(), db.url);
+    const apps = await makeApps(root, db.url);
     const run = await measured(server, apps, { postgres: path.join(await clusterDir(db.dir), 'pg') });
     return { postgres: pgVersion, ...run };
   } finally {
@@ -234,7 +234,7 @@ export async function citusBenchmarkMain({ root, log, git }) {
     return 0;
   }
   process.chdir(root);
-  const plain = await plainSide(log);
+  const plain = await plainSide(root, log);
   log(`plain: ${plain.eventsPerSec} events/s, p99 ${plain.latencyMs.p99} ms`);
   await sleep(2_000);
   const citus = await citusSide(root, url, log);
