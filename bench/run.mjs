@@ -26,7 +26,9 @@
 // against the same run's database ceiling, then open-loop latency at 50, 80 and 95 % of that peak,
 // bench/scenarios/one-key.mjs, the `oneKey` section), --sdk-formats (Segment and PostHog batches
 // against native ones, bench/scenarios/sdk-formats.mjs, the `sdkFormats` section), --dedup-window
-// (the dedup table at a 7- and a 30-day window, bench/scenarios/dedup-window.mjs, the `dedupWindow` section).
+// (the dedup table at a 7- and a 30-day window, bench/scenarios/dedup-window.mjs, the `dedupWindow` section),
+// --citus (ingest on the Citus cluster of CITUS_COORDINATOR_URL against a plain PostgreSQL,
+// bench/scenarios/citus.mjs, the `citus` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -169,6 +171,7 @@ const STANDALONE_SECTIONS = [
   'oneKey',
   'sdkFormats',
   'dedupWindow',
+  'citus',
 ];
 
 function previousSection(name) {
@@ -202,6 +205,7 @@ const STANDALONE_MODES = {
   plans: () => import('./scenarios/plans.mjs').then((m) => m.plansBenchmarkMain()),
   backup: () => import('./scenarios/backup.mjs').then((m) => m.backupBenchmarkMain({ root: ROOT, log, git })),
   'one-key': () => import('./scenarios/one-key.mjs').then((m) => m.oneKeyMain()),
+  citus: () => import('./scenarios/citus.mjs').then((m) => m.citusBenchmarkMain({ root: ROOT, log, git })),
 };
 const mode = Object.keys(STANDALONE_MODES).find((name) => flags[name]);
 const run = mode ? STANDALONE_MODES[mode] : main;

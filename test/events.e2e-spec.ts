@@ -255,7 +255,9 @@ describe('GET /api/v1/events', () => {
       ids = await seedEvents(t.db, own.appId, events);
       shown = await shownEventIds(t.db, own.appId, ids);
       await t.db.query(
-        `UPDATE events SET received_at = received_at + (id % 997) * interval '1 microsecond'
+        // In UTC, with IMMUTABLE operators only, so that Citus runs it on a distributed table too.
+        `UPDATE events
+            SET received_at = ((received_at AT TIME ZONE 'UTC') + (id % 997) * interval '1 microsecond') AT TIME ZONE 'UTC'
           WHERE app_id = $1 AND id % 2 = 0`,
         [own.appId],
       );

@@ -26,11 +26,14 @@ describe('ingest commits every event within half the export horizon', () => {
     const pending = postIngest(t.http, tenant.liveKey, {
       events: [{ eventName: 'A.b', eventId: 'held' }],
     }).then((res) => res);
-    // Wait until the ingest statement has been blocked for longer than it may take.
+    // Wait until the ingest statement has been blocked for longer than it may take. (On Citus the
+    // coordinator hands the write to a worker as a function call, and the wait happens there.)
     for (;;) {
       const rows = (await t.db.query(
         `SELECT 1 FROM pg_stat_activity
-          WHERE wait_event_type = 'Lock' AND query LIKE '%WITH input AS%' AND pid <> pg_backend_pid()
+          WHERE ((wait_event_type = 'Lock' AND query LIKE '%WITH input AS%')
+                 OR query LIKE 'SELECT tally_ingest_app_%')
+            AND pid <> pg_backend_pid()
             AND clock_timestamp() - query_start > interval '300 milliseconds'`,
       )) as unknown[];
       if (rows.length) break;

@@ -35,6 +35,8 @@ export const { values: flags } = parseArgs({
     'export-events': { type: 'string' },
     // tally backup and tally restore alone (bench/scenarios/backup.mjs), the `backup` section.
     backup: { type: 'boolean', default: false },
+    // Ingest on a Citus cluster against a plain PostgreSQL (bench/scenarios/citus.mjs), the `citus` section.
+    citus: { type: 'boolean', default: false },
     'backup-events': { type: 'string' },
     'backup-pause': { type: 'string' },
     // Tracking plans only (bench/scenarios/plans.mjs), recorded in the `plans` section of latest.json.

@@ -5,6 +5,7 @@ import type { AppConfig } from '@app/config/config';
 import { dataSourceOptions, DataSourceSettings } from './data-source';
 import { FixedReadDatabase, ReadDatabase, ReplicaReadDatabase } from './read-database';
 import { WritePressure } from './write-pressure';
+import { CitusCluster } from './citus';
 
 /** The name of the primary's DataSource for the read endpoints (see ReadDatabase for the replica). */
 export const READ_DATA_SOURCE = 'read';
@@ -32,7 +33,7 @@ export class DatabaseModule {
     const replicaUrl = config.databaseReadUrl;
     return {
       module: DatabaseModule,
-      // ReadDatabase and WritePressure, like TypeORM's DataSources, are reachable from every
+      // ReadDatabase, WritePressure and CitusCluster, like TypeORM's DataSources, are reachable from every
       // feature module.
       global: true,
       imports: [
@@ -41,6 +42,11 @@ export class DatabaseModule {
       ],
       providers: [
         { provide: WritePressure, useValue: new WritePressure() },
+        {
+          provide: CitusCluster,
+          inject: [getDataSourceToken()],
+          useFactory: (db: DataSource): Promise<CitusCluster> => CitusCluster.detect(db),
+        },
         {
           provide: ReadDatabase,
           inject: [getDataSourceToken(READ_DATA_SOURCE)],
@@ -55,7 +61,7 @@ export class DatabaseModule {
               : new FixedReadDatabase(primaryRead),
         },
       ],
-      exports: [TypeOrmModule, ReadDatabase, WritePressure],
+      exports: [TypeOrmModule, ReadDatabase, WritePressure, CitusCluster],
     };
   }
   /**

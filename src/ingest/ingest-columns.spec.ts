@@ -79,7 +79,7 @@ describe('ingest columns', () => {
     expect(params.map((p) => p.k)).toEqual(INGEST_COLUMNS.map((_, k) => k + 1));
     expect(names).toEqual([...INGEST_COLUMNS.map((c) => c.name), 'n']);
     const n = INGEST_COLUMNS.length;
-    expect(INSERT_ROWS).toContain(`EXCLUDED.seen_at - $${n + 1}::bigint * interval`);
+    expect(INSERT_ROWS).toContain(`EXCLUDED.seen_at - d.seen_at > $${n + 1}::bigint * interval`);
     expect(INSERT_ROWS).toContain(`unnest($${n + 2}::uuid[], $${n + 3}::text[], $${n + 4}::text[])`);
     expect(INSERT_ROWS).toContain(`tally_ingest_in_time($${n + 5}::bigint)`);
     expect(INSERT_ROWS).not.toContain(`$${n + 6}`);

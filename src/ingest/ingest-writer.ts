@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { isTransientDatabaseError } from '@app/database/transient-error';
 import { WritePressure } from '@app/database/write-pressure';
+import { CitusCluster } from '@app/database/citus';
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import { commitWithinMs, dedupWindowMs } from './ingest.limits';
 import { IngestRepository, WriteBatch } from './ingest.repository';
@@ -18,6 +19,10 @@ interface Pending extends WriteBatch {
  * transaction. A lone request is written at once; under load, the per-statement and per-commit
  * costs are shared by several requests. Every request is still answered only after the commit
  * that holds its events.
+ *
+ * On Citus a statement takes the batches of one app only (the oldest waiting batch's app): an
+ * app's rows live on one worker, so each commit happens there alone, without two-phase commit,
+ * which could let rows of an interrupted commit appear after the export horizon has passed them.
  */
 @Injectable()
 export class IngestWriter {
@@ -34,6 +39,7 @@ export class IngestWriter {
     private readonly repository: IngestRepository,
     private readonly metrics: MetricsService,
     private readonly pressure: WritePressure,
+    private readonly citus: CitusCluster,
   ) {
     this.dedupWindowMs = dedupWindowMs(config);
     this.commitWithinMs = commitWithinMs(config);
@@ -60,8 +66,12 @@ export class IngestWriter {
     }
   }
 
-  /** The oldest waiting batches, up to the event cap; always at least one. */
+  /**
+   * The oldest waiting batches, up to the event cap; always at least one. On Citus, the oldest
+   * batches of the oldest batch's app.
+   */
   private take(): Pending[] {
+    if (this.citus.enabled) return this.takeOneApp();
     let events = this.queue[0].events.length;
     let count = 1;
     while (count < this.queue.length) {
@@ -71,6 +81,29 @@ export class IngestWriter {
       count++;
     }
     return this.queue.splice(0, count);
+  }
+
+  private takeOneApp(): Pending[] {
+    const { appId } = this.queue[0];
+    const group: Pending[] = [];
+    const rest: Pending[] = [];
+    let events = 0;
+    let full = false;
+    for (const p of this.queue) {
+      if (full || p.appId !== appId) {
+        rest.push(p);
+        continue;
+      }
+      if (group.length > 0 && events + p.events.length > this.config.ingestWriteMaxEvents) {
+        full = true;
+        rest.push(p);
+        continue;
+      }
+      events += p.events.length;
+      group.push(p);
+    }
+    this.queue.splice(0, this.queue.length, ...rest);
+    return group;
   }
 
   private async flush(group: Pending[]): Promise<void> {

@@ -59,7 +59,7 @@ export class PlansRepository {
       if (expected !== null && current !== expected) return null;
       const rows = (await manager.query(
         `INSERT INTO tracking_plans (app_id, version, plan) VALUES ($1, $2, $3::jsonb)
-         RETURNING (extract(epoch FROM created_at) * 1000)::bigint::text AS created_ms`,
+         RETURNING (extract(epoch FROM created_at - 'epoch'::timestamptz) * 1000)::bigint::text AS created_ms`,
         [appId, current + 1, JSON.stringify(plan)],
       )) as { created_ms: string }[];
       await manager.query(`SELECT pg_notify('${PLAN_CHANGED_CHANNEL}', $1)`, [appId]);

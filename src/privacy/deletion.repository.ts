@@ -55,7 +55,9 @@ export interface NewDeletion {
 /** Wakes the deletion runners of every instance (payload: the deletion id). */
 export const DELETIONS_CHANNEL = 'tally_deletions';
 
-const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`;
+// A difference of timestamps and extract() of an interval are IMMUTABLE, as Citus requires of
+// what an INSERT or UPDATE returns (see reread); extract() of a timestamptz is only STABLE.
+const ms = (column: string) => `(extract(epoch FROM ${column} - 'epoch'::timestamptz) * 1000)::float8`;
 
 const COLUMNS = `id, app_id AS "appId", kind, status, user_count AS "userCount", user_ids AS "userIds",
   suppress, requested_by AS "requestedBy", steps_done AS "stepsDone", days::text[] AS days, events_deleted::float8 AS "eventsDeleted",
@@ -70,10 +72,9 @@ export class DeletionRepository {
 
   /** Stores a new deletion and wakes the runners when the transaction commits. */
   async insert(tx: EntityManager, d: NewDeletion): Promise<DeletionRow> {
-    const [row] = (await tx.query(
+    await tx.query(
       `INSERT INTO deletions (id, app_id, user_count, user_ids, suppress, requested_by, not_before, kind)
-       VALUES ($1, $2, $3, $4::text[], $5, $6::jsonb, to_timestamp($7::float8 / 1000), $8)
-       RETURNING ${COLUMNS}`,
+       VALUES ($1, $2, $3, $4::text[], $5, $6::jsonb, to_timestamp($7::float8 / 1000), $8)`,
       [
         d.id,
         d.appId,
@@ -84,9 +85,9 @@ export class DeletionRepository {
         d.notBefore,
         d.kind ?? 'users',
       ],
-    )) as DeletionRow[];
+    );
     await tx.query(`SELECT pg_notify($1, $2)`, [DELETIONS_CHANNEL, d.id]);
-    return row;
+    return this.reread(tx, d.id);
   }
 
   /**
@@ -97,7 +98,7 @@ export class DeletionRepository {
     const rows = (await tx.query(
       `INSERT INTO deletions (id, app_id, user_count, user_ids, suppress, requested_by, not_before, kind)
        VALUES ($1, $2, $3, $4::text[], $5, $6::jsonb, to_timestamp($7::float8 / 1000), $8)
-       ON CONFLICT (id) DO NOTHING RETURNING id`,
+       ON CONFLICT DO NOTHING RETURNING id`,
       [
         d.id,
         d.appId,
@@ -241,9 +242,14 @@ export class DeletionRepository {
   }
 
   async markRunning(id: string): Promise<void> {
+    // Two statements: Citus refuses a non-IMMUTABLE function such as now() inside coalesce().
     await this.db.query(
-      `UPDATE deletions SET status = 'running', started_at = coalesce(started_at, now())
-        WHERE id = $1 AND status IN ('pending', 'running')`,
+      `UPDATE deletions SET started_at = now()
+        WHERE id = $1 AND status IN ('pending', 'running') AND started_at IS NULL`,
+      [id],
+    );
+    await this.db.query(
+      `UPDATE deletions SET status = 'running' WHERE id = $1 AND status IN ('pending', 'running')`,
       [id],
     );
   }
@@ -273,15 +279,25 @@ export class DeletionRepository {
     error: string | null,
     userKeys: string[] | null = null,
   ): Promise<DeletionRow> {
-    const [rows] = (await tx.query(
+    await tx.query(
       `UPDATE deletions SET status = $2, user_ids = NULL, finished_at = now(), error = $3, user_keys = $4::text[]
-        WHERE id = $1 RETURNING ${COLUMNS}`,
+        WHERE id = $1`,
       [id, status, error, userKeys],
-    )) as [DeletionRow[], number];
-    return rows[0];
+    );
+    return this.reread(tx, id);
   }
 
   transaction<T>(work: (tx: EntityManager) => Promise<T>): Promise<T> {
     return this.db.transaction(work);
+  }
+
+  /**
+   * A deletion as the caller's transaction sees it, after a write: read back rather than returned
+   * by the write, since Citus allows only IMMUTABLE expressions in RETURNING and the dates of
+   * `days` are rendered as text by a STABLE function.
+   */
+  private async reread(tx: EntityManager, id: string): Promise<DeletionRow> {
+    const rows = (await tx.query(`SELECT ${COLUMNS} FROM deletions WHERE id = $1`, [id])) as DeletionRow[];
+    return rows[0];
   }
 }

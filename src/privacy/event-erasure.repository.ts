@@ -7,7 +7,9 @@ const PARTITION_NAME = /^events_p\d{8}$/;
 /**
  * Deletes users' events, one partition and one batch at a time. Each batch is one statement that
  * deletes the rows and adds their count and days to the deletion's row, so a crash between two
- * batches loses nothing and counts nothing twice.
+ * batches loses nothing and counts nothing twice. Rows are named by their key (app, receive time,
+ * id: the index every partition has), never by their physical place, and the statement names the
+ * app in every table it touches, so that on Citus it runs whole on the worker that holds the app.
  */
 @Injectable()
 export class EventErasureRepository {
@@ -30,11 +32,12 @@ export class EventErasureRepository {
     const [row] = (await this.db.query(
       `WITH gone AS (
          DELETE FROM ${partition}
-          WHERE ctid = ANY (ARRAY(
-                  SELECT ctid FROM ${partition}
+          WHERE app_id = $2
+            AND (received_at, id) IN (
+                  SELECT received_at, id FROM ${partition}
                    WHERE app_id = $2 AND anonymous_user_id = ANY ($3::text[])
                      AND received_at > '-infinity'::timestamptz
-                   LIMIT $4))
+                   LIMIT $4)
          RETURNING ts),
        batch AS (
          SELECT count(*)::bigint AS n,
@@ -44,7 +47,7 @@ export class EventErasureRepository {
           SET events_deleted = d.events_deleted + batch.n,
               days = ARRAY(SELECT DISTINCT x FROM unnest(d.days || batch.days) AS x ORDER BY x)
          FROM batch
-        WHERE d.id = $1
+        WHERE d.app_id = $2 AND d.id = $1
        RETURNING batch.n::int AS n`,
       [deletionId, appId, userIds, limit],
     )) as { n: number }[];
@@ -60,11 +63,12 @@ export class EventErasureRepository {
     const [row] = (await this.db.query(
       `WITH gone AS (
          DELETE FROM ${partition}
-          WHERE ctid = ANY (ARRAY(
-                  SELECT ctid FROM ${partition} WHERE app_id = $2 LIMIT $3))
+          WHERE app_id = $2
+            AND (received_at, id) IN (
+                  SELECT received_at, id FROM ${partition} WHERE app_id = $2 LIMIT $3)
          RETURNING 1)
        UPDATE deletions d SET events_deleted = d.events_deleted + (SELECT count(*) FROM gone)
-        WHERE d.id = $1
+        WHERE d.app_id = $2 AND d.id = $1
        RETURNING (SELECT count(*) FROM gone)::int AS n`,
       [deletionId, appId, limit],
     )) as { n: number }[];

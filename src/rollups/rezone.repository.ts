@@ -83,7 +83,7 @@ export class RezoneRepository {
         `INSERT INTO rollup_rezone_jobs (app_id, timezone, from_day, next_day) VALUES ($1, $2, $3, $3)
          ON CONFLICT (app_id) DO UPDATE
             SET timezone = EXCLUDED.timezone, from_day = EXCLUDED.from_day,
-                next_day = EXCLUDED.next_day, requested_at = now()`,
+                next_day = EXCLUDED.next_day, requested_at = EXCLUDED.requested_at`,
         [appId, zone, fromDay],
       );
     }

@@ -1,9 +1,10 @@
 import { DAY_MS, utcDateString } from '@app/common/time';
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ADVISORY_LOCKS } from '@app/database/advisory-locks';
 import { sqlState } from '@app/database/transient-error';
+import { CitusCluster } from '@app/database/citus';
 
 const PARTITION_NAME = /^events_p(\d{4})(\d{2})(\d{2})$/;
 
@@ -83,10 +84,50 @@ async function ignoreCreateRace(create: () => Promise<unknown>): Promise<void> {
 
 const INDEX_LOCK_ID = ADVISORY_LOCKS.partitionIndexes;
 
+/**
+ * The BRIN indexes of one table, for a command that Citus runs on each shard of a partition
+ * (`%1$s` is the shard): the coordinator's partition is an empty shell, so BRIN upkeep there would
+ * do nothing, and the shards' indexes have names of their own.
+ */
+const SHARD_BRIN_INDEXES = `SELECT i.indexrelid FROM pg_index i
+  JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
+ WHERE am.amname = 'brin' AND i.indrelid = '%1$s'::regclass`;
+
+/** On each shard: forget the summary of the first range (see `create`). */
+const SHARD_DESUMMARIZE = `SELECT count(brin_desummarize_range(x.indexrelid, 0))
+  FROM (${SHARD_BRIN_INDEXES}) x`;
+
+/** On each shard: summarize the ranges ingest has filled there (as filledRangesEnd). */
+const SHARD_SUMMARIZE = `SELECT coalesce(sum(brin_summarize_range(x.indexrelid, b)), 0)
+  FROM (${SHARD_BRIN_INDEXES}) x,
+       LATERAL (SELECT pg_relation_size('%1$s'::regclass) / current_setting('block_size')::int AS blocks) s,
+       LATERAL generate_series(0::bigint,
+         greatest(0, floor((s.blocks - 1) / ${PAGES_PER_RANGE}.0)::bigint * ${PAGES_PER_RANGE} - ${PAGES_PER_RANGE}) - 1,
+         ${PAGES_PER_RANGE}) AS b`;
+
 /** DDL for the daily partitions of `events`. Partition bounds are UTC days. */
 @Injectable()
 export class PartitionRepository {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  private readonly onCitus: boolean;
+
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    @Optional() citus?: CitusCluster,
+  ) {
+    this.onCitus = citus?.enabled ?? false;
+  }
+
+  /** Runs `command` on every shard of `partition` (Citus); returns the sum of their numeric results. */
+  private async onShards(partition: string, command: string): Promise<number> {
+    const rows = (await this.db.query(
+      `SELECT coalesce(sum(result::bigint) FILTER (WHERE success), 0)::int AS total,
+              string_agg(result, '; ') FILTER (WHERE NOT success) AS failed
+         FROM run_command_on_shards($1, $2)`,
+      [partition, command],
+    )) as { total: number; failed: string | null }[];
+    if (rows[0].failed) throw new Error(`BRIN upkeep of ${partition} failed on a shard: ${rows[0].failed}`);
+    return rows[0].total;
+  }
 
   /** Names and first days of the existing partitions, oldest first. */
   async list(): Promise<{ name: string; day: string }[]> {
@@ -126,7 +167,8 @@ export class PartitionRepository {
       // Building the index on the empty table summarizes its first range as empty, and each of
       // the day's first ~280 inserts would then rewrite that summary. Without one they cost
       // nothing, and the summary pass summarizes the range once ingest has filled it.
-      await this.db.query(`SELECT brin_desummarize_range($1::regclass, 0)`, [lookupIndex(name)]);
+      if (this.onCitus) await this.onShards(name, SHARD_DESUMMARIZE);
+      else await this.db.query(`SELECT brin_desummarize_range($1::regclass, 0)`, [lookupIndex(name)]);
     }
   }
 
@@ -183,11 +225,15 @@ export class PartitionRepository {
     return built;
   }
 
-  /** The valid lookup indexes of the partitions, with the size of their tables in blocks. */
+  /**
+   * The valid lookup indexes of the partitions, with the size of their tables in blocks. On Citus,
+   * the blocks of all of a partition's shards: a figure that grows as they fill.
+   */
   async lookupIndexes(): Promise<{ index: string; blocks: number }[]> {
+    const size = this.onCitus ? 'citus_relation_size' : 'pg_relation_size';
     const rows = (await this.db.query(
       `SELECT c.relname AS index,
-              pg_relation_size(i.indrelid) / current_setting('block_size')::int AS blocks
+              ${size}(i.indrelid) / current_setting('block_size')::int AS blocks
          FROM pg_index i
          JOIN pg_class c ON c.oid = i.indexrelid
          JOIN pg_inherits h ON h.inhrelid = i.indrelid
@@ -212,6 +258,8 @@ export class PartitionRepository {
     toBlock: number,
     lockTimeoutMs: number,
   ): Promise<number | null> {
+    // On Citus each shard summarizes the ranges filled in it, whatever the blocks given here.
+    if (this.onCitus) return this.summarizeShards(index);
     try {
       return await this.db.transaction(async (tx) => {
         await tx.query(`SELECT set_config('lock_timeout', $1, true)`, [`${lockTimeoutMs}ms`]);
@@ -227,6 +275,18 @@ export class PartitionRepository {
       // list was read.
       const code = sqlState(err);
       if (code === '55P03' || code === '42P01' || code === '42704') return null;
+      throw err;
+    }
+  }
+
+  private async summarizeShards(index: string): Promise<number | null> {
+    const partition = index.replace(/_lookup$/, '');
+    if (!PARTITION_NAME.test(partition)) throw new Error(`not a lookup index: ${index}`);
+    try {
+      return await this.onShards(partition, SHARD_SUMMARIZE);
+    } catch (err) {
+      const code = sqlState(err);
+      if (code === '42P01' || code === '42704') return null;
       throw err;
     }
   }
