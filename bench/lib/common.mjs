@@ -33,7 +33,7 @@ export const { values: flags } = parseArgs({
     'insights-events': { type: 'string' },
     'insights-users': { type: 'string' },
     'insights-days': { type: 'string' },
-    'insights-skip-recompute': { type: 'boolean', default: false },
+    'insights-recompute': { type: 'boolean', default: false },
     // Reads on a hot standby against reads on the primary (bench/scenarios/replica.mjs).
     replica: { type: 'boolean', default: false },
     // The raw export alone (bench/scenarios/export.mjs), recorded in the `export` section.

@@ -1,7 +1,8 @@
 /* global fetch */
-// `npm run bench -- --insights [--insights-events N] [--insights-users N] [--insights-days N]
-// [--insights-skip-recompute]`: what exact active users and breakdowns cost. Figures go into the
-// `insights` section of bench/results/latest.json (the rest of the file is kept):
+// `npm run bench -- --insights [--insights-events N] [--insights-users N] [--insights-days N]`:
+// what exact active users and breakdowns cost. Figures go into the `insights` section of
+// bench/results/latest.json (the rest of the file is kept); `--insights-recompute` measures only
+// the recompute comparison below, into the `insightsRecompute` section:
 //  - one app of N events (default 10,000,000) from U users (default 1,000,000) over D days (90),
 //    written with SQL straight into the daily partitions; its rollups and insights computed once;
 //  - p95 over HTTP of active users (interval=total over the D days, and interval=day&window=28),
@@ -155,7 +156,14 @@ async function storage(db, appId) {
 async function recomputeComparison(dist, url, db, log) {
   const [app] = await insertApps(db, 1, 'insights-recompute');
   const now = Date.now();
-  await generateEvents(url, { bigApp: app, smallApps: [app], total: 2_000_000, bigCount: 2_000_000, days: 30, now });
+  await generateEvents(url, {
+    bigApp: app,
+    smallApps: [app],
+    total: 2_000_000,
+    bigCount: 2_000_000,
+    days: 30,
+    now,
+  });
   const load = requireDist(dist);
   const { loadConfig } = load('src/config/config.js');
   const { buildRollups } = load('src/cli/rollup-services.js');
@@ -163,7 +171,13 @@ async function recomputeComparison(dist, url, db, log) {
   const { AuditRepository } = load('src/audit/audit.repository.js');
   const { createDataSource } = load('src/database/data-source.js');
   const config = { ...loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'warn' }), rollupsEnabled: false };
-  const ds = createDataSource({ url, poolSize: 2, statementTimeoutMs: 0, applicationName: 'bench', entities: [] });
+  const ds = createDataSource({
+    url,
+    poolSize: 2,
+    statementTimeoutMs: 0,
+    applicationName: 'bench',
+    entities: [],
+  });
   await ds.initialize();
   const audit = new AuditService(new AuditRepository(ds));
   const out = {};
@@ -211,7 +225,9 @@ async function measureReads(baseUrl, apiKey, db, appId, range, log) {
     `${base}/active-users?appId=${appId}&fromDate=${fromDate}&toDate=${toDate}&interval=day&window=28`,
     apiKey,
     Math.round(READS / 4),
-    async (body) => body.length === range.days && body[body.length - 1].users === (await brute(body[body.length - 1].start, toDate)).rows[0].n,
+    async (body) =>
+      body.length === range.days &&
+      body[body.length - 1].users === (await brute(body[body.length - 1].start, toDate)).rows[0].n,
   );
   log(`insights: window=28 p95 ${window28.p95Ms} ms`);
   const events30 = await timedSql(
@@ -235,10 +251,45 @@ async function measureReads(baseUrl, apiKey, db, appId, range, log) {
     sumIs,
   );
   log(`insights: breakdown by payload.plan p95 ${payload.p95Ms} ms`);
-  return { countDistinctMs: distinct.medianMs, distinctUsers: distinct.rows[0].n, total, window28, appVersion, payload };
+  return {
+    countDistinctMs: distinct.medianMs,
+    distinctUsers: distinct.rows[0].n,
+    total,
+    window28,
+    appVersion,
+    payload,
+  };
+}
+
+/** `--insights-recompute`: the comparison alone, on a cluster of its own. */
+async function recomputeMain(root, log) {
+  const dist = await snapshotDist();
+  const dir = await makeTemporaryDir('bench-insights-recompute');
+  const { url } = await ensure(dir, await freePort());
+  try {
+    await cli(dist, url, ['migrate']);
+    const db = await connect(url);
+    const recompute = await recomputeComparison(dist, url, db, log);
+    await db.end();
+    const section = {
+      measuredAt: new Date().toISOString(),
+      note: 'One run on a shared 2-core machine, each variant twice; ratio compares the best of each.',
+      loadAverage: os.loadavg()[0],
+      ...recompute,
+      target: INSIGHT_TARGETS.recomputeRatio,
+      pass: recompute.ratio <= INSIGHT_TARGETS.recomputeRatio,
+    };
+    saveResultsSection(root, 'insightsRecompute', section);
+    process.stdout.write(`${JSON.stringify(section, null, 2)}\n`);
+    return 0;
+  } finally {
+    await stopCluster(dir).catch(() => undefined);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export async function insightsBenchmarkMain({ root, log }) {
+  if (flags['insights-recompute']) return recomputeMain(root, log);
   const events = Number(flags['insights-events'] ?? 10_000_000);
   const users = Number(flags['insights-users'] ?? 1_000_000);
   const days = Number(flags['insights-days'] ?? 90);
@@ -278,7 +329,6 @@ export async function insightsBenchmarkMain({ root, log }) {
     const reads = await measureReads(server.baseUrl, apiKey, db, appId, range, log);
     await server.stop();
     server = undefined;
-    const recompute = flags['insights-skip-recompute'] ? null : await recomputeComparison(dist, url, db, log);
     await db.end();
     const section = {
       measuredAt: new Date().toISOString(),
@@ -291,7 +341,6 @@ export async function insightsBenchmarkMain({ root, log }) {
       computeSeconds,
       storage: size,
       reads,
-      recompute,
       targets: INSIGHT_TARGETS,
       pass: {
         totalP95: reads.total.p95Ms <= INSIGHT_TARGETS.totalP95Ms,
@@ -299,7 +348,6 @@ export async function insightsBenchmarkMain({ root, log }) {
         window28P95: reads.window28.p95Ms <= INSIGHT_TARGETS.window28P95Ms,
         breakdownP95: reads.appVersion.p95Ms <= INSIGHT_TARGETS.breakdownP95Ms,
         payloadBreakdownP95: reads.payload.p95Ms <= INSIGHT_TARGETS.payloadBreakdownP95Ms,
-        recompute: recompute ? recompute.ratio <= INSIGHT_TARGETS.recomputeRatio : null,
         storage: size.share <= INSIGHT_TARGETS.storageShare,
         exact: [reads.total, reads.window28, reads.appVersion, reads.payload].every((r) => r.exact),
       },
