@@ -1,4 +1,4 @@
-/* global fetch */
+/* global fetch, performance */
 // `npm run bench -- --insights [--insights-events N] [--insights-users N] [--insights-days N]`:
 // what exact active users and breakdowns cost. Figures go into the `insights` section of
 // bench/results/latest.json (the rest of the file is kept); `--insights-recompute` measures only

@@ -25,7 +25,8 @@ export function buildRollups(
   Logger.overrideLogger(false);
   // Insights is a step of the computation, as in the server.
   const steps = new RollupSteps();
-  if (options.insights ?? true) steps.register(new InsightsStep(new InsightComputationRepository(), steps, config));
+  if (options.insights ?? true)
+    steps.register(new InsightsStep(new InsightComputationRepository(), steps, config));
   const computation = new RollupComputationRepository(dataSource, steps);
   const rezone = new RezoneService(computation, new RezoneRepository(dataSource, steps), config, audit);
   // The CLI reads the primary.
