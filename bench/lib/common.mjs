@@ -34,6 +34,8 @@ export const { values: flags } = parseArgs({
     'insights-users': { type: 'string' },
     'insights-days': { type: 'string' },
     'insights-recompute': { type: 'boolean', default: false },
+    // 1: the recompute comparison runs each variant once instead of twice.
+    'insights-passes': { type: 'string' },
     // Reads on a hot standby against reads on the primary (bench/scenarios/replica.mjs).
     replica: { type: 'boolean', default: false },
     // The raw export alone (bench/scenarios/export.mjs), recorded in the `export` section.
