@@ -16,6 +16,8 @@ export interface InsightDay {
 /** Whatever runs a query: a QueryRunner, an EntityManager or a DataSource. */
 type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
 
+const WORK_MEM = '128MB';
+
 // The largest finite double, as a numeric literal (the rollups' saturation of sums).
 const MAX_DOUBLE = '1.7976931348623157e308::numeric';
 
@@ -34,7 +36,7 @@ const SECRET_CTE = `k AS (SELECT pii_secret AS s FROM apps WHERE id = $1)`;
  * Two CTEs that turn `members` (the key columns `keys` and a dense number `no`) into one bitmap
  * per key, `<name>`: bit n is set when number n is a member. Built as hexadecimal text, a byte
  * per eight numbers, the gaps filled with zero bytes, so the cost follows the members, not the
- * bitmap's length.
+ * bitmap's length. A member listed twice sets its bit twice: `members` need not be distinct.
  */
 function bitmapCtes(name: string, members: string, keys: string): string {
   return `
@@ -68,6 +70,15 @@ export async function bitmapLength(runner: Sql, appId: string, kind: 'u' | 's'):
  */
 @Injectable()
 export class InsightComputationRepository {
+  /**
+   * Memory for the day's aggregates, for the rest of the computation's transaction: a day of a
+   * large app groups about a million (dimension, value, member) rows, which would spill to disk
+   * under the default work_mem.
+   */
+  async prepare(runner: Sql): Promise<void> {
+    await runner.query(`SET LOCAL work_mem = '${WORK_MEM}'`);
+  }
+
   /** Gives the day's users and sessions not numbered yet the next numbers of the app. */
   async numberNewIds(runner: Sql, appId: string, day: InsightDay): Promise<void> {
     for (const [kind, column] of [
@@ -126,9 +137,9 @@ export class InsightComputationRepository {
              ON i.app_id = $1 AND i.kind = 'u' AND i.key = ${idKey('k.s', 'e.anonymous_user_id')}
           WHERE e.app_id = $1 AND e.ts >= $4 AND e.ts < $5
        ), members AS (
-         SELECT DISTINCT is_test_mode, ''::text AS name, no FROM ev
+         SELECT is_test_mode, ''::text AS name, no FROM ev
          UNION ALL
-         SELECT DISTINCT is_test_mode, event_name, no FROM ev
+         SELECT is_test_mode, event_name, no FROM ev
           WHERE event_name IN (SELECT event_name FROM ${rollups}
                                 WHERE app_id = $1 AND day = $3::date AND event_name <> '')
        ), ${bitmapCtes('sets', 'members', 'is_test_mode, name')}
@@ -194,8 +205,8 @@ export class InsightComputationRepository {
                 min(float_value) AS fv_min, max(float_value) AS fv_max
            FROM tagged GROUP BY is_test_mode, dim, kind, value
        ),
-       umembers AS (SELECT DISTINCT is_test_mode, dim, kind, value, uno AS no FROM tagged WHERE uno IS NOT NULL),
-       smembers AS (SELECT DISTINCT is_test_mode, dim, kind, value, sno AS no FROM tagged WHERE sno IS NOT NULL),
+       umembers AS (SELECT is_test_mode, dim, kind, value, uno AS no FROM tagged WHERE uno IS NOT NULL),
+       smembers AS (SELECT is_test_mode, dim, kind, value, sno AS no FROM tagged WHERE sno IS NOT NULL),
        ${bitmapCtes('ubits', 'umembers', 'is_test_mode, dim, kind, value')},
        ${bitmapCtes('sbits', 'smembers', 'is_test_mode, dim, kind, value')}
        INSERT INTO insight_breakdowns (app_id, rezone, dimension, day, is_test_mode, kind, value, events,

@@ -37,6 +37,7 @@ export class InsightsStep implements RollupDayStep, OnModuleInit {
       end: target.end,
       rezone: target.set === 'rezone',
     };
+    await this.computation.prepare(runner);
     await this.computation.numberNewIds(runner, appId, day);
     await this.computation.clearDay(runner, appId, day);
     await this.computation.writeDayUsers(runner, appId, day);
