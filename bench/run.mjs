@@ -28,7 +28,10 @@
 // against native ones, bench/scenarios/sdk-formats.mjs, the `sdkFormats` section), --dedup-window
 // (the dedup table at a 7- and a 30-day window, bench/scenarios/dedup-window.mjs, the `dedupWindow` section),
 // --citus (ingest on the Citus cluster of CITUS_COORDINATOR_URL against a plain PostgreSQL,
-// bench/scenarios/citus.mjs, the `citus` section).
+// bench/scenarios/citus.mjs, the `citus` section),
+// --insights [--insights-events N --insights-users N --insights-days N] (only exact active users and
+// breakdowns, bench/scenarios/insights.mjs, the `insights` section; --insights-recompute: the rollup
+// task's recompute with and without them, the `insightsRecompute` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -172,6 +175,8 @@ const STANDALONE_SECTIONS = [
   'sdkFormats',
   'dedupWindow',
   'citus',
+  'insights',
+  'insightsRecompute',
 ];
 
 function previousSection(name) {
@@ -206,6 +211,8 @@ const STANDALONE_MODES = {
   backup: () => import('./scenarios/backup.mjs').then((m) => m.backupBenchmarkMain({ root: ROOT, log, git })),
   'one-key': () => import('./scenarios/one-key.mjs').then((m) => m.oneKeyMain()),
   citus: () => import('./scenarios/citus.mjs').then((m) => m.citusBenchmarkMain({ root: ROOT, log, git })),
+  insights: () =>
+    import('./scenarios/insights.mjs').then((m) => m.insightsBenchmarkMain({ root: ROOT, log })),
 };
 const mode = Object.keys(STANDALONE_MODES).find((name) => flags[name]);
 const run = mode ? STANDALONE_MODES[mode] : main;

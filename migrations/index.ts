@@ -16,6 +16,7 @@ import { QuarantineBounds1763920000000 } from './1763920000000-quarantine-bounds
 import { AppDeletion1763930000000 } from './1763930000000-app-deletion';
 import { DeletionUserKeys1763940000000 } from './1763940000000-deletion-user-keys';
 import { CitusDistribution1764200000000 } from './1764200000000-citus-distribution';
+import { Insights1764300000000 } from './1764300000000-insights';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -38,4 +39,5 @@ export const MIGRATIONS = [
   AppDeletion1763930000000,
   DeletionUserKeys1763940000000,
   CitusDistribution1764200000000,
+  Insights1764300000000,
 ];

@@ -65,12 +65,13 @@ describe('admin CLI: JSON documents and exit codes', () => {
       id: expect.stringMatching(UUID),
       name: 'Shop',
       timezone: 'UTC',
+      dimensions: [],
       createdAt: expect.stringMatching(ISO),
     });
     const listed = await cli('apps', 'list', '--json');
     expect(listed.json).toEqual(expect.arrayContaining([created.json]));
     for (const app of listed.json)
-      expect(Object.keys(app).sort()).toEqual(['createdAt', 'id', 'name', 'timezone']);
+      expect(Object.keys(app).sort()).toEqual(['createdAt', 'dimensions', 'id', 'name', 'timezone']);
   });
 
   it('keys create-ingest issues working live and test keys', async () => {
@@ -175,6 +176,7 @@ describe('admin CLI: JSON documents and exit codes', () => {
         id: expect.stringMatching(UUID),
         name: 'Demo app',
         timezone: 'UTC',
+        dimensions: [],
         createdAt: expect.stringMatching(ISO),
       },
       appCreated: expect.any(Boolean),

@@ -15,29 +15,29 @@ import type { RollupsService } from '@app/rollups/rollups.service';
 import type { CliPrivacy } from '@app/privacy/privacy.cli';
 import type { ExportService } from '@app/export/export.service';
 import type { PlanServices } from './plan-services';
+import type { DimensionsService } from '@app/insights/dimensions.service';
 
 /**
  * The command groups whose services live beyond apps, keys and the audit log. A command names
  * the groups it uses (`rt.services('rollups')`), and its context holds their modules only.
  */
-export type CliGroup = 'rollups' | 'privacy' | 'export' | 'plans';
+export type CliGroup = 'rollups' | 'privacy' | 'export' | 'plans' | 'insights';
 
 /**
  * Each group's modules: the service's own core modules (no HTTP, no schedules, no listeners),
  * required only when a command opens the group.
  */
 const GROUPS: Record<CliGroup, () => { modules: (Type | DynamicModule)[]; config?: Partial<AppConfig> }> = {
-  rollups: () => ({
-    modules: [
-      (require('../rollups/rollups-core.module') as typeof import('../rollups/rollups-core.module'))
-        .RollupsCoreModule,
-    ],
-  }),
+  // Insights is a step of the rollup computation, as in the server: every group that computes
+  // rollups (a compute, an erasure, a zone change) loads it.
+  rollups: () => ({ modules: [rollupsCore(), insightsCore()] }),
   privacy: () => ({
     modules: [
       (require('../privacy/privacy.cli') as typeof import('../privacy/privacy.cli')).PrivacyCliModule,
+      insightsCore(),
     ],
   }),
+  insights: () => ({ modules: [rollupsCore(), insightsCore()] }),
   export: () => ({
     modules: [
       (require('../export/export-core.module') as typeof import('../export/export-core.module'))
@@ -46,6 +46,16 @@ const GROUPS: Record<CliGroup, () => { modules: (Type | DynamicModule)[]; config
   }),
   plans: () => (require('./plan-services') as typeof import('./plan-services')).PLANS_GROUP,
 };
+
+function rollupsCore(): Type {
+  return (require('../rollups/rollups-core.module') as typeof import('../rollups/rollups-core.module'))
+    .RollupsCoreModule;
+}
+
+function insightsCore(): Type {
+  return (require('../insights/insights-core.module') as typeof import('../insights/insights-core.module'))
+    .InsightsCoreModule;
+}
 
 /** The services the admin commands call, from a Nest application context of the service's modules. */
 export interface CliServices {
@@ -60,6 +70,8 @@ export interface CliServices {
   exports(): ExportService;
   /** Tracking plans, their dry run and the quarantine. */
   plans(): PlanServices;
+  /** The payload keys apps declare as breakdown dimensions (group `insights`). */
+  dimensions(): DimensionsService;
   /** Any provider of the context's modules. */
   get<T>(token: Type<T> | string | symbol): T;
   /** The database the CLI uses, as a person reads it (never a password). */
@@ -143,6 +155,11 @@ export async function openServices(config: AppConfig, groups: CliGroup[] = []): 
     exports: () =>
       get((require('../export/export.service') as typeof import('../export/export.service')).ExportService),
     plans: () => (require('./plan-services') as typeof import('./plan-services')).planServices(get),
+    dimensions: () =>
+      get(
+        (require('../insights/dimensions.service') as typeof import('../insights/dimensions.service'))
+          .DimensionsService,
+      ),
     get,
     database: describeDatabase(config),
     schemaVersion: async () => {

@@ -390,6 +390,13 @@ export const SETTINGS = {
     default: 5_000,
     doc: 'The most rows one `GET /api/v1/rollups` answer holds; the rest follow through `Link` and `X-Next-Cursor` (docs/reads.md).',
   }),
+  breakdownMaxValues: setting({
+    env: 'BREAKDOWN_MAX_VALUES',
+    group: 'jobs',
+    parse: int(1, 100_000),
+    default: 1_000,
+    doc: 'Distinct values that breakdowns keep per app, local day and dimension; the rest of the day is folded into the `other` row (docs/reads.md, "Breakdowns"). Bounds what one key can make the server store.',
+  }),
   eventRetentionDays: setting({
     env: 'EVENT_RETENTION_DAYS',
     group: 'jobs',

@@ -90,8 +90,20 @@ export class DatabaseModule {
           useFactory: (primary: DataSource): ReadDatabase => new FixedReadDatabase(primary),
         },
         { provide: getDataSourceToken(READ_DATA_SOURCE), useExisting: getDataSourceToken() },
+        // On a Citus coordinator the CLI's writes (a quarantine replay) take the same one-worker path.
+        {
+          provide: CitusCluster,
+          inject: [getDataSourceToken()],
+          useFactory: (db: DataSource): Promise<CitusCluster> => CitusCluster.detect(db),
+        },
       ],
-      exports: [TypeOrmModule, ReadDatabase, WritePressure, getDataSourceToken(READ_DATA_SOURCE)],
+      exports: [
+        TypeOrmModule,
+        ReadDatabase,
+        WritePressure,
+        CitusCluster,
+        getDataSourceToken(READ_DATA_SOURCE),
+      ],
     };
   }
 }

@@ -1,0 +1,27 @@
+import { Module } from '@nestjs/common';
+import { ReadsModule } from '@app/common/reads/reads.module';
+import { RollupsCoreModule } from '@app/rollups/rollups-core.module';
+import { DimensionRepository } from './dimension.repository';
+import { DimensionsService } from './dimensions.service';
+import { InsightComputationRepository } from './insight-computation.repository';
+import { InsightRepository } from './insight.repository';
+import { InsightsService } from './insights.service';
+import { InsightsStep } from './insights.step';
+
+/**
+ * Active users and breakdowns without HTTP: the step the rollup computation runs for every day it
+ * recomputes, the reads, and the declared dimensions. Shared with the admin CLI.
+ */
+@Module({
+  imports: [ReadsModule, RollupsCoreModule],
+  providers: [
+    InsightRepository,
+    InsightComputationRepository,
+    InsightsService,
+    InsightsStep,
+    DimensionRepository,
+    DimensionsService,
+  ],
+  exports: [InsightsService, DimensionsService],
+})
+export class InsightsCoreModule {}
