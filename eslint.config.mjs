@@ -18,6 +18,7 @@ const SRC_FOLDERS = [
   'events',
   'export',
   'rollups',
+  'insights',
   'storage',
   'ops',
   'dashboard',
@@ -36,10 +37,12 @@ const ALLOWED_IMPORTS = {
   events: [...FOUNDATION, 'auth'],
   export: [...FOUNDATION, 'auth'],
   rollups: [...FOUNDATION, 'audit', 'auth'],
+  // Beside rollups, on top of it: insights registers a step of the rollup computation.
+  insights: [...FOUNDATION, 'audit', 'auth', 'rollups'],
   storage: FOUNDATION,
   ops: FOUNDATION,
   dashboard: FOUNDATION,
-  cli: [...FOUNDATION, 'audit', 'auth', 'rollups', 'privacy', 'storage', 'export', 'plans', 'ingest'],
+  cli: [...FOUNDATION, 'audit', 'auth', 'rollups', 'insights', 'privacy', 'storage', 'export', 'plans', 'ingest'],
   privacy: [...FOUNDATION, 'audit', 'auth', 'ingest', 'rollups', 'storage', 'plans'],
 };
 

@@ -15,6 +15,7 @@ import { PlanQuality1763910100000 } from './1763910100000-plan-quality';
 import { QuarantineBounds1763920000000 } from './1763920000000-quarantine-bounds';
 import { AppDeletion1763930000000 } from './1763930000000-app-deletion';
 import { DeletionUserKeys1763940000000 } from './1763940000000-deletion-user-keys';
+import { Insights1764000000000 } from './1764000000000-insights';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -36,4 +37,5 @@ export const MIGRATIONS = [
   QuarantineBounds1763920000000,
   AppDeletion1763930000000,
   DeletionUserKeys1763940000000,
+  Insights1764000000000,
 ];

@@ -13,6 +13,7 @@ import { IngestModule } from './ingest/ingest.module';
 import { EventsModule } from './events/events.module';
 import { ExportModule } from './export/export.module';
 import { RollupsModule } from './rollups/rollups.module';
+import { InsightsModule } from './insights/insights.module';
 import { OpsModule } from './ops/ops.module';
 import { StorageModule } from './storage/storage.module';
 import { PrivacyModule } from './privacy/privacy.module';
@@ -41,6 +42,7 @@ export class AppModule {
         ExportModule,
         StorageModule,
         RollupsModule,
+        InsightsModule,
         OpsModule,
         PrivacyModule,
         ...(config.dashboardEnabled ? [DashboardModule] : []),

@@ -13,6 +13,7 @@ export const AUDIT_ACTIONS = [
   'quarantine.replayed',
   'app.renamed',
   'app.deletion_requested',
+  'app.dimensions_changed',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -16,6 +16,10 @@ export class AppEntity {
   @Column({ type: 'text', default: 'UTC' })
   timezone: string;
 
+  /** Payload keys declared as breakdown dimensions (insights). */
+  @Column({ type: 'text', array: true, default: () => "'{}'" })
+  dimensions: string[];
+
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 }

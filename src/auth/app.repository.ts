@@ -2,6 +2,15 @@ import { DataSource, EntityManager, Repository } from 'typeorm';
 import { Injectable } from '@app/common/di';
 import { AppEntity } from './app.entity';
 
+/** What a key's description says of each of its apps. */
+export interface AppSummary {
+  id: string;
+  name: string;
+  timezone: string;
+  /** Payload keys declared as breakdown dimensions. */
+  dimensions: string[];
+}
+
 @Injectable()
 export class AppRepository {
   private readonly repo: Repository<AppEntity>;
@@ -30,6 +39,7 @@ export class AppRepository {
       id: rows[0].id,
       name: rows[0].name,
       timezone: rows[0].timezone,
+      dimensions: [],
       createdAt: rows[0].created_at,
     });
   }
@@ -45,13 +55,15 @@ export class AppRepository {
   /** Every app not being deleted, oldest first. */
   async listAll(): Promise<AppEntity[]> {
     const rows = (await this.repo.query(
-      `SELECT id, name, timezone, created_at FROM apps WHERE deleting_since IS NULL ORDER BY created_at, id`,
-    )) as { id: string; name: string; timezone: string; created_at: Date }[];
+      `SELECT id, name, timezone, dimensions, created_at FROM apps WHERE deleting_since IS NULL
+        ORDER BY created_at, id`,
+    )) as { id: string; name: string; timezone: string; dimensions: string[]; created_at: Date }[];
     return rows.map((r) =>
       Object.assign(new AppEntity(), {
         id: r.id,
         name: r.name,
         timezone: r.timezone,
+        dimensions: r.dimensions,
         createdAt: r.created_at,
       }),
     );
@@ -90,13 +102,13 @@ export class AppRepository {
     return rows[0]?.name ?? null;
   }
 
-  /** Id, name and time zone of each existing app among `ids`, by name. */
-  async namesOf(ids: string[]): Promise<{ id: string; name: string; timezone: string }[]> {
+  /** Id, name, time zone and declared dimensions of each existing app among `ids`, by name. */
+  async namesOf(ids: string[]): Promise<AppSummary[]> {
     return (await this.repo.query(
-      `SELECT id, name, timezone FROM apps WHERE id = ANY($1::uuid[]) AND deleting_since IS NULL
+      `SELECT id, name, timezone, dimensions FROM apps WHERE id = ANY($1::uuid[]) AND deleting_since IS NULL
         ORDER BY name, id`,
       [ids],
-    )) as { id: string; name: string; timezone: string }[];
+    )) as AppSummary[];
   }
 
   async piiSecret(appId: string): Promise<Buffer | null> {

@@ -6,7 +6,7 @@ import type { EntityManager } from 'typeorm';
 import type { AppEntity } from './app.entity';
 import { AuditService } from '@app/audit/audit.service';
 import type { AuditActor } from '@app/audit/audit.types';
-import { AppRepository } from './app.repository';
+import { AppRepository, AppSummary } from './app.repository';
 import { assertTimeZone } from './timezone-validation';
 
 export interface AppView {
@@ -14,6 +14,8 @@ export interface AppView {
   name: string;
   /** IANA time zone of the app's rollup days. */
   timezone: string;
+  /** Payload keys declared as breakdown dimensions. */
+  dimensions: string[];
   createdAt: string;
 }
 
@@ -93,8 +95,8 @@ export class AppsService {
     if (missing.length) throw new AppError('not_found', `No such app: ${missing.join(', ')}`);
   }
 
-  /** Id, name and time zone of the apps among `ids` that exist, ordered by name. */
-  namesOf(ids: string[]): Promise<{ id: string; name: string; timezone: string }[]> {
+  /** Id, name, time zone and dimensions of the apps among `ids` that exist, ordered by name. */
+  namesOf(ids: string[]): Promise<AppSummary[]> {
     return ids.length ? this.apps.namesOf(ids) : Promise.resolve([]);
   }
 
@@ -119,5 +121,11 @@ function checkName(name: string): string {
 }
 
 function view(app: AppEntity): AppView {
-  return { id: app.id, name: app.name, timezone: app.timezone, createdAt: app.createdAt.toISOString() };
+  return {
+    id: app.id,
+    name: app.name,
+    timezone: app.timezone,
+    dimensions: app.dimensions ?? [],
+    createdAt: app.createdAt.toISOString(),
+  };
 }

@@ -7,6 +7,12 @@ export class KeyAppDto {
   name!: string;
   @ApiProperty({ example: 'Europe/Berlin', description: "IANA time zone of the app's rollup days." })
   timezone!: string;
+  @ApiProperty({
+    type: [String],
+    example: ['plan'],
+    description: 'Payload keys the app declared as breakdown dimensions (`by=payload.<key>`).',
+  })
+  dimensions!: string[];
 }
 
 /** What GET /api/v1/key tells a caller about the API key it presented. Never the secret. */

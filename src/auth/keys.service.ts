@@ -35,7 +35,7 @@ export interface KeyInfo {
   prefix: string;
   scopes: string[];
   expiresAt: string | null;
-  apps: { id: string; name: string; timezone: string }[];
+  apps: { id: string; name: string; timezone: string; dimensions: string[] }[];
 }
 
 /** A key's expiry `days` from now; null for a key that never expires. */

@@ -4,6 +4,7 @@ import { appsListCommand } from './commands/apps-list.command';
 import { appsDeleteCommand } from './commands/apps-delete.command';
 import { appsRenameCommand } from './commands/apps-rename.command';
 import { appsSetTimezoneCommand } from './commands/apps-set-timezone.command';
+import { appsSetDimensionsCommand } from './commands/apps-set-dimensions.command';
 import { auditListCommand } from './commands/audit-list.command';
 import { completionCommand } from './commands/completion.command';
 import { keysCreateApiCommand } from './commands/keys-create-api.command';
@@ -58,11 +59,12 @@ export function buildProgram(rt: CliRuntime): CommandUnknownOpts {
     .helpCommand('help [command...]', 'Show the help of a command.')
     .addHelpText('after', FOOTER);
   program.addCommand(
-    group('apps', 'Create, list, rename and delete apps, set their time zone.', [
+    group('apps', 'Create, list, rename and delete apps, set their time zone and breakdown dimensions.', [
       appsCreateCommand(rt),
       appsListCommand(rt),
       appsRenameCommand(rt),
       appsSetTimezoneCommand(rt),
+      appsSetDimensionsCommand(rt),
       appsDeleteCommand(rt),
     ]),
   );

@@ -16,6 +16,8 @@ import type { RollupsService } from '@app/rollups/rollups.service';
 import type { CliPrivacy } from '@app/privacy/privacy.cli';
 import type { ExportService } from '@app/export/export.service';
 import type { PlanServices } from './plan-services';
+import { DimensionRepository } from '@app/insights/dimension.repository';
+import { DimensionsService } from '@app/insights/dimensions.service';
 
 /**
  * The services the admin commands call, built by hand on one DataSource. The CLI does not boot
@@ -26,6 +28,8 @@ export interface CliServices {
   audit: AuditService;
   apps: AppsService;
   keys: KeysService;
+  /** The payload keys apps declare as breakdown dimensions. */
+  dimensions: DimensionsService;
   /** Built on first use: the rollups code is the one part that needs Nest's common layer. */
   rollups(): RollupsService;
   /** Built on first use: deletions and suppressions (they run through the rollups). */
@@ -84,6 +88,7 @@ export async function openServices(config: AppConfig): Promise<CliServices> {
     audit,
     apps,
     keys,
+    dimensions: new DimensionsService(new DimensionRepository(dataSource), audit, resolved),
     rollups: () => (rollups ??= buildRollups(dataSource, resolved, audit)),
     privacy: () => {
       const { buildCliPrivacy } =

@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'invalid_header'
   | 'malformed_request'
   | 'invalid_plan'
+  | 'unknown_dimension'
   // 401 / 403
   | 'invalid_key'
   | 'wrong_key_type'
@@ -48,6 +49,7 @@ export const ERROR_TITLES: Record<ErrorCode, string> = {
   invalid_header: 'Invalid request header',
   malformed_request: 'Malformed HTTP request',
   invalid_plan: 'Invalid tracking plan',
+  unknown_dimension: 'Unknown breakdown dimension',
   invalid_key: 'Invalid or missing key',
   wrong_key_type: 'Wrong kind of key',
   insufficient_scope: 'Key lacks the required scope',
@@ -78,6 +80,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   invalid_header: 400,
   malformed_request: 400,
   invalid_plan: 400,
+  unknown_dimension: 400,
   unsupported_encoding: 415,
   invalid_key: 401,
   wrong_key_type: 401,
@@ -116,7 +119,8 @@ export type FieldErrorCode =
   | 'span_too_long'
   | 'conflict'
   | 'repeated'
-  | 'unknown_parameter';
+  | 'unknown_parameter'
+  | 'unknown_dimension';
 
 export interface FieldError {
   field: string;

@@ -81,6 +81,8 @@ export interface AppConfig {
   rollupIntervalSeconds: number;
   /** The most rows one GET /api/v1/rollups answer holds; more come through the cursor. */
   rollupsMaxRows: number;
+  /** Distinct values per (app, local day, dimension) that breakdowns keep; the rest is folded into `other`. */
+  breakdownMaxValues: number;
   /**
    * After each piece of a deletion's work (a batch of deletes, a day of rollups), its job pauses
    * for this percent of the time the piece took, so that ingest keeps most of the machine.
@@ -423,6 +425,7 @@ function readJobSettings(env: Env) {
     rollupsEnabled: bool(env, 'ROLLUPS_ENABLED', true),
     rollupIntervalSeconds: int(env, 'ROLLUP_INTERVAL_SECONDS', 60, 1, 86_400),
     rollupsMaxRows: int(env, 'ROLLUPS_MAX_ROWS', 5_000, 1, 100_000),
+    breakdownMaxValues: int(env, 'BREAKDOWN_MAX_VALUES', 1_000, 1, 100_000),
     erasurePausePercent: int(env, 'ERASURE_PAUSE_PERCENT', 100, 0, 1_000),
     erasureLedgerPath: path.resolve(
       raw(env, 'ERASURE_LEDGER_PATH') ?? path.join(installationRoot(), '.data', 'erasure-ledger.ndjson'),

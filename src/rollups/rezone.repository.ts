@@ -1,6 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { RollupSteps } from './rollup-steps';
 
 /** An app's zones: the one its served rollups are in, and the one a pending change moves to. */
 export interface AppZones {
@@ -42,7 +43,10 @@ function toZones(r: ZoneRow): AppZones {
  */
 @Injectable()
 export class RezoneRepository {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    @Optional() private readonly steps: RollupSteps = new RollupSteps(),
+  ) {}
 
   /** The zones of the apps among `appIds`. */
   async zonesOf(runner: QueryRunner, appIds: string[]): Promise<Map<string, AppZones>> {
@@ -76,6 +80,7 @@ export class RezoneRepository {
     if (!rows.length) return null;
     await tx.query(`UPDATE apps SET timezone = $2 WHERE id = $1`, [appId, zone]);
     await tx.query(`DELETE FROM rollups_rezone WHERE app_id = $1`, [appId]);
+    for (const step of this.steps.list()) await step.restartRezone(tx, appId);
     if (rows[0].served === zone) {
       await tx.query(`DELETE FROM rollup_rezone_jobs WHERE app_id = $1`, [appId]);
     } else {
@@ -110,6 +115,7 @@ export class RezoneRepository {
         [appId, zone],
       );
       await runner.query(`DELETE FROM rollups_rezone WHERE app_id = $1`, [appId]);
+      for (const step of this.steps.list()) await step.swap(runner, appId, fromDay);
       await runner.query(`UPDATE apps SET rollup_timezone = $2 WHERE id = $1`, [appId, zone]);
       await runner.query(`DELETE FROM rollup_rezone_jobs WHERE app_id = $1`, [appId]);
       await runner.commitTransaction();

@@ -1,8 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 import { ADVISORY_LOCKS } from '@app/database/advisory-locks';
 import { sqlState } from '@app/database/transient-error';
+import { RollupSteps } from './rollup-steps';
 
 export const ROLLUP_LOCK_ID = ADVISORY_LOCKS.rollups;
 // SQLSTATE of a lock wait that ran past lock_timeout.
@@ -40,7 +41,10 @@ export interface LocalDayTarget {
  */
 @Injectable()
 export class RollupComputationRepository {
-  constructor(@InjectDataSource() private readonly db: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly db: DataSource,
+    @Optional() private readonly steps: RollupSteps = new RollupSteps(),
+  ) {}
 
   /**
    * Runs `work` on a connection that holds the computation lock, then lets the lock go. Without
@@ -93,6 +97,11 @@ export class RollupComputationRepository {
     } finally {
       await runner.query('RESET lock_timeout; RESET statement_timeout');
     }
+  }
+
+  /** Removes erased users from every registered step's data, under the lock `runner` holds. */
+  async forgetUsers(runner: QueryRunner, appId: string, userIds: string[]): Promise<void> {
+    for (const step of this.steps.list()) await step.forgetUsers(runner, appId, userIds);
   }
 
   /** Seconds since the oldest mark still waiting for a recomputation; 0 when none waits. */
@@ -260,6 +269,8 @@ export class RollupComputationRepository {
         [appId, target.day],
       );
     }
+    // Data derived day by day (insights) follows in the same transaction.
+    for (const step of this.steps.list()) await step.computeDay(runner, appId, target, written > 0 || prune);
     if (target.set === 'rezone') {
       await runner.query(
         `UPDATE rollup_rezone_jobs SET next_day = greatest(next_day, $3::date + 1)

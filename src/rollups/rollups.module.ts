@@ -9,12 +9,14 @@ import { RollupsScheduler } from './rollups.scheduler';
 import { RollupsService } from './rollups.service';
 import { RezoneRepository } from './rezone.repository';
 import { RezoneService } from './rezone.service';
+import { RollupSteps } from './rollup-steps';
 import { ReadsModule } from '@app/common/reads/reads.module';
 
 @Module({
   imports: [ReadsModule, AuthModule, RateLimitModule, MetricsModule],
   controllers: [RollupsController],
   providers: [
+    RollupSteps,
     RollupRepository,
     RollupComputationRepository,
     RezoneRepository,
@@ -22,6 +24,6 @@ import { ReadsModule } from '@app/common/reads/reads.module';
     RollupsService,
     RollupsScheduler,
   ],
-  exports: [RollupsService],
+  exports: [RollupsService, RollupSteps],
 })
 export class RollupsModule {}

@@ -277,6 +277,20 @@ export class RollupsService implements BeforeApplicationShutdown {
   }
 
   /**
+   * Erasure: removes the users (stored ids) from the data the registered day steps keep for
+   * every day, past event retention included (insights' user sets). Idempotent.
+   */
+  async forgetUsers(appId: string, userIds: string[], lockWaitMs = COMPUTE_LOCK_WAIT_MS): Promise<void> {
+    const result = await this.computation.withComputationLock(
+      (runner) => this.computation.forgetUsers(runner, appId, userIds),
+      lockWaitMs,
+    );
+    if (!result.locked) {
+      throw new AppError('service_unavailable', 'Another rollup computation is still running.');
+    }
+  }
+
+  /**
    * Runs `work` while no rollup computation runs anywhere (it holds the computation lock), so
    * that no computation reads an app's marks or writes its rows meanwhile: an app's deletion.
    * `work` gets the connection that holds the lock. Fails with `service_unavailable` if the

@@ -7,14 +7,14 @@ export function appsListCommand(rt: CliRuntime) {
     'list',
     'List every app, oldest first.',
     ['tally apps list', 'tally apps list --json'],
-    '[{ "id", "name", "timezone", "createdAt" }]',
+    '[{ "id", "name", "timezone", "dimensions", "createdAt" }]',
   ).action(async (options) => {
     const { apps } = await rt.services();
     const list = await apps.list();
     const now = Date.now();
     const text = table(
-      ['ID', 'NAME', 'TIME ZONE', 'CREATED (UTC)'],
-      list.map((a) => [a.id, a.name, a.timezone, instant(a.createdAt, now)]),
+      ['ID', 'NAME', 'TIME ZONE', 'DIMENSIONS', 'CREATED (UTC)'],
+      list.map((a) => [a.id, a.name, a.timezone, a.dimensions.join(',') || '-', instant(a.createdAt, now)]),
     );
     rt.print({ json: list, text }, options.json);
   });

@@ -1,0 +1,228 @@
+import { Injectable } from '@nestjs/common';
+import { ReadDatabase } from '@app/database/read-database';
+import { bitmapLength } from './insight-computation.repository';
+import { dimensionSql, FILTER_DIMENSIONS } from './dimensions';
+
+/** One bucket of active users: its inclusive local days. */
+export interface DayBucket {
+  start: string;
+  end: string;
+}
+
+export interface ActiveUsersQuery {
+  /** '' for every event. */
+  eventName: string;
+  modes: boolean[];
+  buckets: DayBucket[];
+}
+
+export interface BucketCount {
+  users: number;
+  /** Every stored set of the bucket was computed after its day ended. */
+  settled: boolean;
+}
+
+export interface BreakdownQuery {
+  dimension: string;
+  modes: boolean[];
+  fromDate: string;
+  toDate: string;
+  perDay: boolean;
+  limit: number;
+  eventName?: string;
+  /** Equality filters on built-in dimensions, by API name. */
+  filters: Record<string, string>;
+}
+
+/** One breakdown row as read: `kind` 0 a value, 1 the events without the field, 2 other. */
+export interface BreakdownRow {
+  date: string | null;
+  kind: number;
+  value: string | null;
+  events: number;
+  users: number;
+  sessions: number;
+  fvCount: number;
+  fvSum: number | null;
+  fvMin: number | null;
+  fvMax: number | null;
+}
+
+interface RawBreakdownRow {
+  date: string | null;
+  kind: number;
+  value: string;
+  events: string;
+  users: string;
+  sessions: string;
+  fv_count: string;
+  fv_sum: number | null;
+  fv_min: number | null;
+  fv_max: number | null;
+}
+
+const MAX_DOUBLE = '1.7976931348623157e308::numeric';
+
+function toRow(r: RawBreakdownRow): BreakdownRow {
+  return {
+    date: r.date,
+    kind: r.kind,
+    value: r.kind === 0 ? r.value : null,
+    events: Number(r.events),
+    users: Number(r.users),
+    sessions: Number(r.sessions),
+    fvCount: Number(r.fv_count),
+    fvSum: r.fv_sum,
+    fvMin: r.fv_min,
+    fvMax: r.fv_max,
+  };
+}
+
+/**
+ * The top `limit` values per group (per day, or in all), and the rest folded into one row of
+ * kind 2; `src` has the columns grp, kind, value, events, fv_*, and the unions u and s.
+ */
+function topAndOther(src: string, limitParam: string): string {
+  return `
+  ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY grp ORDER BY kind = 2, events DESC, kind, value) AS rn FROM ${src}
+  )
+  SELECT grp AS date, k AS kind, v AS value, sum(events)::text AS events,
+         bit_count(bit_or(u))::text AS users, bit_count(bit_or(s))::text AS sessions,
+         sum(fv_count)::text AS fv_count,
+         greatest(least(sum(fv_sum::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
+         min(fv_min) AS fv_min, max(fv_max) AS fv_max
+    FROM (SELECT *, CASE WHEN kind = 2 OR rn > ${limitParam} THEN 2 ELSE kind END AS k,
+                    CASE WHEN kind = 2 OR rn > ${limitParam} THEN '' ELSE value END AS v
+            FROM ranked) t
+   GROUP BY grp, k, v`;
+}
+
+/** Reads of the insight tables (and of the events, for filtered breakdowns) for the endpoints. */
+@Injectable()
+export class InsightRepository {
+  constructor(private readonly read: ReadDatabase) {}
+
+  /** The zone of the app's served days and its declared payload dimensions. */
+  async appInfo(appId: string): Promise<{ zone: string; dimensions: string[] }> {
+    const rows = (await this.read.run((db) =>
+      db.query(`SELECT rollup_timezone AS zone, dimensions FROM apps WHERE id = $1`, [appId]),
+    )) as { zone: string; dimensions: string[] }[];
+    return rows[0] ?? { zone: 'UTC', dimensions: [] };
+  }
+
+  /** Distinct users of each bucket: the union of the day sets it covers, counted. */
+  async activeUsers(appId: string, query: ActiveUsersQuery): Promise<BucketCount[]> {
+    const from = query.buckets.reduce((m, b) => (b.start < m ? b.start : m), query.buckets[0].start);
+    const to = query.buckets.reduce((m, b) => (b.end > m ? b.end : m), query.buckets[0].end);
+    return this.read.run(async (db) => {
+      const n = await bitmapLength(db, appId, 'u');
+      const rows = (await db.query(
+        `WITH sets AS (
+           SELECT day, bit_or(substring(users || 0::bit(${n}) FOR ${n})) AS u,
+                  bool_and(computed_at >= day_end) AS settled
+             FROM insight_day_users
+            WHERE app_id = $1 AND NOT rezone AND event_name = $2 AND is_test_mode = ANY($3::boolean[])
+              AND day BETWEEN $4::date AND $5::date
+            GROUP BY day
+         )
+         SELECT b.i, coalesce(bit_count(bit_or(s.u)), 0)::float8 AS users,
+                coalesce(bool_and(s.settled), true) AS settled
+           FROM unnest($6::date[], $7::date[]) WITH ORDINALITY AS b(s, e, i)
+           LEFT JOIN sets s ON s.day BETWEEN b.s AND b.e
+          GROUP BY b.i ORDER BY b.i`,
+        [
+          appId,
+          query.eventName,
+          query.modes,
+          from,
+          to,
+          query.buckets.map((b) => b.start),
+          query.buckets.map((b) => b.end),
+        ],
+      )) as { users: number; settled: boolean }[];
+      return rows.map((r) => ({ users: Number(r.users), settled: r.settled }));
+    });
+  }
+
+  /** A breakdown from the kept daily rows (no filter but the mode). */
+  async storedBreakdown(appId: string, q: BreakdownQuery): Promise<BreakdownRow[]> {
+    return this.read.run(async (db) => {
+      const nu = await bitmapLength(db, appId, 'u');
+      const ns = await bitmapLength(db, appId, 's');
+      const grp = q.perDay ? 'day::text' : 'NULL::text';
+      const rows = (await db.query(
+        `WITH per AS (
+           SELECT ${grp} AS grp, kind, value, sum(events) AS events, sum(fv_count) AS fv_count,
+                  sum(fv_sum::numeric) AS fv_sum, min(fv_min) AS fv_min, max(fv_max) AS fv_max,
+                  bit_or(substring(users || 0::bit(${nu}) FOR ${nu})) AS u,
+                  bit_or(substring(sessions || 0::bit(${ns}) FOR ${ns})) AS s
+             FROM insight_breakdowns
+            WHERE app_id = $1 AND NOT rezone AND dimension = $2 AND is_test_mode = ANY($3::boolean[])
+              AND day BETWEEN $4::date AND $5::date
+            GROUP BY ${grp}, kind, value
+         ), ${topAndOther('per', '$6')}
+         ORDER BY date, k = 2, sum(events) DESC, k, v`,
+        [appId, q.dimension, q.modes, q.fromDate, q.toDate, q.limit],
+      )) as RawBreakdownRow[];
+      return rows.map(toRow);
+    });
+  }
+
+  /**
+   * A filtered breakdown, counted over the stored events of the app's local days [start, end)
+   * (epoch ms) in `zone`.
+   */
+  async eventsBreakdown(
+    appId: string,
+    q: BreakdownQuery,
+    window: { start: number; end: number; zone: string },
+  ): Promise<BreakdownRow[]> {
+    const params: unknown[] = [appId, new Date(window.start), new Date(window.end), q.modes, q.limit];
+    params.push(window.zone);
+    const day = q.perDay ? `(e.ts AT TIME ZONE $${params.length})::date::text` : 'NULL::text';
+    const where: string[] = [];
+    if (q.eventName !== undefined) {
+      params.push(q.eventName);
+      where.push(`e.event_name = $${params.length}`);
+    }
+    for (const d of FILTER_DIMENSIONS) {
+      const value = q.filters[d.name];
+      if (value === undefined) continue;
+      params.push(value);
+      where.push(`e.${d.column} = $${params.length}`);
+    }
+    const value = dimensionSql(q.dimension, () => {
+      params.push(q.dimension.slice('payload.'.length));
+      return `$${params.length}::text`;
+    });
+    return this.read.run(async (db) => {
+      const rows = (await db.query(
+        `WITH ev AS (
+           SELECT ${day} AS grp, ${value} AS value, e.anonymous_user_id, e.session_id, e.float_value
+             FROM events e
+            WHERE e.app_id = $1 AND e.ts >= $2 AND e.ts < $3 AND e.is_test_mode = ANY($4::boolean[])
+              ${where.map((w) => `AND ${w}`).join(' ')}
+         ), ranked AS (
+           SELECT grp, value IS NULL AS missing, coalesce(value, '') AS v,
+                  row_number() OVER (PARTITION BY grp ORDER BY count(*) DESC, value NULLS LAST) AS rn
+             FROM ev GROUP BY grp, value
+         )
+         SELECT r.grp AS date,
+                CASE WHEN r.rn > $5 THEN 2 WHEN r.missing THEN 1 ELSE 0 END AS kind,
+                CASE WHEN r.rn > $5 THEN '' ELSE r.v END AS value,
+                count(*)::text AS events, count(DISTINCT ev.anonymous_user_id)::text AS users,
+                count(DISTINCT ev.session_id)::text AS sessions, count(ev.float_value)::text AS fv_count,
+                greatest(least(sum(ev.float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
+                min(ev.float_value) AS fv_min, max(ev.float_value) AS fv_max
+           FROM ev JOIN ranked r
+             ON coalesce(r.grp, '') = coalesce(ev.grp, '') AND r.v = coalesce(ev.value, '')
+            AND r.missing = (ev.value IS NULL)
+          GROUP BY 1, 2, 3
+          ORDER BY 1, 2 = 2, count(*) DESC, 2, 3`,
+        params,
+      )) as RawBreakdownRow[];
+      return rows.map(toRow);
+    });
+  }
+}

@@ -1,0 +1,47 @@
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import type { QueryRunner } from 'typeorm';
+import { APP_CONFIG, AppConfig } from '@app/config/config';
+import type { LocalDayTarget } from '@app/rollups/rollup-computation.repository';
+import { RollupDayStep, RollupSteps } from '@app/rollups/rollup-steps';
+import { InsightComputationRepository } from './insight-computation.repository';
+
+/**
+ * Insights as a step of the rollup computation: each local day the rollups recompute (dirty
+ * marks, finalisation, an erasure, a zone change, `tally rollups compute`) gets its user sets and
+ * breakdown rows recomputed in the same transaction, and an erasure clears its users from every
+ * kept day. Ingest is untouched.
+ */
+@Injectable()
+export class InsightsStep implements RollupDayStep, OnModuleInit {
+  constructor(
+    private readonly computation: InsightComputationRepository,
+    private readonly steps: RollupSteps,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  onModuleInit(): void {
+    this.steps.register(this);
+  }
+
+  async computeDay(runner: QueryRunner, appId: string, target: LocalDayTarget, replace: boolean): Promise<void> {
+    if (!replace) return;
+    const day = { day: target.day, zone: target.zone, start: target.start, end: target.end, rezone: target.set === 'rezone' };
+    await this.computation.numberNewIds(runner, appId, day);
+    await this.computation.clearDay(runner, appId, day);
+    await this.computation.writeDayUsers(runner, appId, day);
+    const declared = await this.computation.declaredDimensions(runner, appId);
+    await this.computation.writeBreakdowns(runner, appId, day, declared, this.config.breakdownMaxValues);
+  }
+
+  swap(runner: QueryRunner, appId: string, fromDay: string): Promise<void> {
+    return this.computation.swap(runner, appId, fromDay);
+  }
+
+  restartRezone(runner: { query(sql: string, params?: unknown[]): Promise<unknown> }, appId: string): Promise<void> {
+    return this.computation.dropRezone(runner, appId);
+  }
+
+  forgetUsers(runner: QueryRunner, appId: string, userIds: string[]): Promise<void> {
+    return this.computation.forgetUsers(runner, appId, userIds);
+  }
+}
