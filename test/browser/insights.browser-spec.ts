@@ -2,8 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { BrowserContext, Page } from 'playwright-core';
+import { DimensionsService } from '@app/insights/dimensions.service';
 import { RollupsService } from '@app/rollups/rollups.service';
-import { makeApiKey, makeApp, makeTenant } from '../factories';
+import { makeApiKey, makeApp, makeTenant, TEST_ACTOR } from '../factories';
 import { startTestApp, TestApp } from '../support/test-app';
 import {
   chartValues,
@@ -69,9 +70,13 @@ describe('dashboard insights in Chromium', () => {
     await signIn(page, apiKey);
     await page.locator('#board').waitFor();
     await page.getByLabel('App', { exact: true }).selectOption(tenant.appId);
+    // Drawn for this app (the first app of the key may have been drawn before): today has users.
     await eventually(
       () => page.$eval('#chart-active', (el) => (el as HTMLElement).dataset.daily ?? ''),
-      (daily) => expect(daily.split(',')).toHaveLength(30),
+      (daily) => {
+        expect(daily.split(',')).toHaveLength(30);
+        expect(Number(daily.split(',').at(-1))).toBeGreaterThan(0);
+      },
     );
   }
 
@@ -146,6 +151,7 @@ describe('dashboard insights in Chromium', () => {
         ])
       ).status,
     ).toBe(200);
+    await t.app.get(DimensionsService).set(tenant.appId, ['plan'], TEST_ACTOR);
     await t.app.get(RollupsService).compute({ appId: tenant.appId });
     browser = await launchBrowser();
     context = browser.context;
@@ -228,7 +234,9 @@ describe('dashboard insights in Chromium', () => {
       // The least inked column of the final days (between grid lines) against the open day's band.
       const final: number[] = [];
       for (let x = Math.floor(canvas.width / 4); x < (3 * canvas.width) / 4; x++) final.push(inked(x));
-      return { open: inked(canvas.width - 14), final: Math.min(...final) };
+      const right: number[] = [];
+      for (let x = canvas.width - 60; x < canvas.width; x++) right.push(inked(x));
+      return { open: Math.max(...right), final: Math.min(...final) };
     });
     expect(hatched.open).toBeGreaterThan(hatched.final + 10);
     expect(log.consoleErrors).toEqual([]);
@@ -244,21 +252,16 @@ describe('dashboard insights in Chromium', () => {
     });
     await board(page);
     const by = page.getByLabel('By', { exact: true });
-    expect(await by.$$eval('option', (os) => os.map((o) => (o as HTMLOptionElement).value))).toEqual([
-      'eventName',
-      'platform',
-      'appVersion',
-      'osVersion',
-      'deviceModel',
-      'locale',
-    ]);
+    expect(
+      await by.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value)),
+    ).toEqual(['eventName', 'platform', 'appVersion', 'osVersion', 'deviceModel', 'locale', 'payload.plan']);
     const byEvent = await read<BreakdownRow[]>('/api/v1/breakdown', { by: 'eventName', limit: '10' });
     await eventually(
       () => breakdownShown(page),
       (rows) => expect(rows).toEqual(breakdownExpected(byEvent)),
     );
 
-    // Twelve device models: ten by name, then one "other" line that sums the rest.
+    // Twelve device models and the events without one: ten lines, then one "other" line for the rest.
     await by.selectOption('deviceModel');
     const models = await read<BreakdownRow[]>('/api/v1/breakdown', { by: 'deviceModel', limit: '10' });
     expect(models.at(-1)?.other).toBe(true);
@@ -268,7 +271,19 @@ describe('dashboard insights in Chromium', () => {
     );
     const shownRows = await tableRows(page, 'breakdown-table');
     expect(shownRows.at(-1)?.[0]).toBe('Other (all other values)');
-    expect(shownRows.filter((r) => r[0].startsWith('Model-'))).toHaveLength(10);
+    // Ten lines by value (the events without a model are one of them), then "other".
+    expect(shownRows.slice(0, -1)).toHaveLength(10);
+    expect(shownRows.map((r) => r[0])).toContain('(none)');
+
+    // A declared payload key: listed like the others, but no read can filter by it, so no value is a button.
+    await by.selectOption('payload.plan');
+    const plans = await read<BreakdownRow[]>('/api/v1/breakdown', { by: 'payload.plan', limit: '10' });
+    expect(plans.map((r) => r.value)).toEqual(['free', 'pro', null]);
+    await eventually(
+      () => breakdownShown(page),
+      (rows) => expect(rows).toEqual(breakdownExpected(plans)),
+    );
+    expect(await page.locator('#breakdown-table button').count()).toBe(0);
 
     // A click on an event name picks that event: every panel reads it.
     await by.selectOption('eventName');
