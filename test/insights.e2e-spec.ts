@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { AppsService } from '@app/auth/apps.service';
 import { addDays } from '@app/common/reads/time-params';
-import { localDateString, localDayStart } from '@app/common/timezones';
+import { localDateString } from '@app/common/timezones';
 import { DimensionsService } from '@app/insights/dimensions.service';
 import { RollupsService } from '@app/rollups/rollups.service';
 import { PartitionRepository } from '@app/storage/partition.repository';
@@ -165,6 +165,143 @@ describe('insights: active users and breakdowns', () => {
       { start: '2025-01-03', end: '2025-01-03', users: 0, final: true },
     ]);
   });
-});
 
-export { localDayStart, waitFor, DimensionsService };
+  interface Row {
+    date?: string;
+    value: string | null;
+    events: number;
+    users: number;
+    sessions: number;
+    floatValue: { count: number; sum: number; min: number; max: number; avg: number } | null;
+    other: boolean;
+  }
+
+  async function breakdown(query: string, key = readKey): Promise<Row[]> {
+    const res = await request(t.http).get(`/api/v1/breakdown?appId=${appId}&${query}`).set(bearer(key));
+    expect(res.status).toBe(200);
+    return res.body as Row[];
+  }
+
+  /** The breakdown as a brute-force count over the stored events, top `limit` and the rest as other. */
+  async function bruteBreakdown(
+    expr: string,
+    fromDate: string,
+    toDate: string,
+    limit: number,
+    where = 'true',
+    params: unknown[] = [],
+  ): Promise<Row[]> {
+    const rows = (await t.db.query(
+      `WITH ev AS (
+         SELECT ${expr} AS value, anonymous_user_id, session_id, float_value FROM events
+          WHERE app_id = $1 AND ${localDay()} BETWEEN $2::date AND $3::date AND NOT is_test_mode AND ${where}
+       ), ranked AS (
+         SELECT value, row_number() OVER (ORDER BY count(*) DESC, value NULLS LAST) AS rn FROM ev GROUP BY value
+       )
+       SELECT CASE WHEN rn > $4 THEN NULL ELSE ev.value END AS value, rn > $4 AS other,
+              count(*)::int AS events, count(DISTINCT anonymous_user_id)::int AS users,
+              count(DISTINCT session_id)::int AS sessions, count(float_value)::int AS fv_count,
+              sum(float_value::numeric)::float8 AS fv_sum
+         FROM ev JOIN ranked ON ranked.value IS NOT DISTINCT FROM ev.value
+        GROUP BY 1, 2 ORDER BY 2, 3 DESC, 1 NULLS LAST`,
+      [appId, fromDate, toDate, limit, ...params],
+    )) as (Omit<Row, 'floatValue'> & { fv_count: number; fv_sum: number | null })[];
+    return rows.map(({ fv_count, fv_sum, ...row }) => ({
+      ...row,
+      floatValue: fv_count ? { count: fv_count, sum: fv_sum! } : null,
+    })) as Row[];
+  }
+
+  const comparable = (rows: Row[]) =>
+    rows.map((r) => ({
+      ...r,
+      floatValue: r.floatValue ? { count: r.floatValue.count, sum: Number(r.floatValue.sum.toFixed(6)) } : null,
+    }));
+
+  it('breaks down by each built-in dimension exactly, with the null and other rows, adding up to the rollups', async () => {
+    const today = localDateString(now, ZONE);
+    const fromDate = addDays(today, -20);
+    const columns: Record<string, string> = {
+      eventName: 'event_name',
+      platform: 'platform',
+      appVersion: 'app_version',
+      osVersion: 'os_version',
+      deviceModel: 'device_model',
+      locale: 'locale',
+    };
+    const rollups = await request(t.http)
+      .get(`/api/v1/rollups?appId=${appId}&fromDate=${fromDate}&toDate=${today}`)
+      .set(bearer(readKey));
+    const rollupEvents = (rollups.body as { eventName: string | null; events: number }[])
+      .filter((r) => r.eventName === null)
+      .reduce((sum, r) => sum + r.events, 0);
+    for (const [by, column] of Object.entries(columns)) {
+      for (const limit of [2, 50]) {
+        const rows = await breakdown(`by=${by}&fromDate=${fromDate}&toDate=${today}&limit=${limit}`);
+        expect({ by, limit, rows: comparable(rows) }).toEqual({
+          by,
+          limit,
+          rows: comparable(await bruteBreakdown(column, fromDate, today, limit)),
+        });
+        expect(rows.reduce((sum, r) => sum + r.events, 0)).toBe(rollupEvents);
+      }
+    }
+    const byPlatform = await breakdown(`by=platform&fromDate=${fromDate}&toDate=${today}&limit=2`);
+    expect(byPlatform.filter((r) => r.other)).toHaveLength(1);
+    expect(byPlatform[byPlatform.length - 1].other).toBe(true);
+  });
+
+  it('breaks down per day, and with filters on the other dimensions', async () => {
+    const today = localDateString(now, ZONE);
+    const fromDate = addDays(today, -6);
+    const perDay = await breakdown(`by=locale&fromDate=${fromDate}&toDate=${today}&interval=day`);
+    for (let day = fromDate; day <= today; day = addDays(day, 1)) {
+      const rows = perDay.filter((r) => r.date === day).map(({ date: _d, ...r }) => r);
+      expect({ day, rows: comparable(rows) }).toEqual({
+        day,
+        rows: comparable(await bruteBreakdown('locale', day, day, 50)),
+      });
+    }
+    const filtered = await breakdown(
+      `by=appVersion&fromDate=${fromDate}&toDate=${today}&platform=iOS&eventName=Cart.added&limit=3`,
+    );
+    expect(comparable(filtered)).toEqual(
+      comparable(
+        await bruteBreakdown('app_version', fromDate, today, 3, `platform = $5 AND event_name = $6`, [
+          'iOS',
+          'Cart.added',
+        ]),
+      ),
+    );
+  });
+
+  it('breaks down by a declared payload key only once declared, recomputing the retained days', async () => {
+    const today = localDateString(now, ZONE);
+    const fromDate = addDays(today, -30);
+    const refused = await request(t.http)
+      .get(`/api/v1/breakdown?appId=${appId}&by=payload.plan`)
+      .set(bearer(readKey));
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({
+      code: 'unknown_dimension',
+      status: 400,
+      errors: [expect.objectContaining({ field: 'by', code: 'unknown_dimension' })],
+    });
+    const change = await t.app.get(DimensionsService).set(appId, ['plan'], TEST_ACTOR);
+    expect(change).toMatchObject({ dimensions: ['plan'], previousDimensions: [] });
+    // The declaration marks the retained days; the next run recomputes them.
+    await t.app.get(RollupsService).run();
+    const rows = await breakdown(`by=payload.plan&fromDate=${fromDate}&toDate=${today}`);
+    expect(comparable(rows)).toEqual(
+      comparable(await bruteBreakdown(`payload->>'plan'`, fromDate, today, 50)),
+    );
+    expect(rows.some((r) => r.value === null && !r.other)).toBe(true);
+    const key = await request(t.http).get('/api/v1/key').set(bearer(readKey));
+    expect(key.body.apps).toEqual([expect.objectContaining({ id: appId, dimensions: ['plan'] })]);
+    const audit = (await t.db.query(
+      `SELECT details FROM audit_log WHERE app_id = $1 AND action = 'app.dimensions_changed'`,
+      [appId],
+    )) as { details: { to: string[] } }[];
+    expect(audit.map((a) => a.details.to)).toEqual([['plan']]);
+  });
+});

@@ -166,7 +166,10 @@ export class InsightComputationRepository {
              ON r.dim = ev.dim AND r.v = coalesce(ev.value, '') AND r.missing = (ev.value IS NULL)
        ), stats AS (
          SELECT is_test_mode, dim, kind, value, count(*) AS events, count(float_value) AS fv_count,
-                greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
+                -- least() and greatest() skip a null: a value without float values keeps a null sum.
+                CASE WHEN count(float_value) > 0
+                     THEN greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision
+                END AS fv_sum,
                 min(float_value) AS fv_min, max(float_value) AS fv_max
            FROM tagged GROUP BY is_test_mode, dim, kind, value
        ),

@@ -154,7 +154,7 @@ export class InsightRepository {
       const rows = (await db.query(
         `WITH per AS (
            SELECT ${grp} AS grp, kind, value, sum(events) AS events, sum(fv_count) AS fv_count,
-                  sum(fv_sum::numeric) AS fv_sum, min(fv_min) AS fv_min, max(fv_max) AS fv_max,
+                  sum(fv_sum::numeric) FILTER (WHERE fv_count > 0) AS fv_sum, min(fv_min) AS fv_min, max(fv_max) AS fv_max,
                   bit_or(substring(users || 0::bit(${nu}) FOR ${nu})) AS u,
                   bit_or(substring(sessions || 0::bit(${ns}) FOR ${ns})) AS s
              FROM insight_breakdowns
@@ -179,8 +179,11 @@ export class InsightRepository {
     window: { start: number; end: number; zone: string },
   ): Promise<BreakdownRow[]> {
     const params: unknown[] = [appId, new Date(window.start), new Date(window.end), q.modes, q.limit];
-    params.push(window.zone);
-    const day = q.perDay ? `(e.ts AT TIME ZONE $${params.length})::date::text` : 'NULL::text';
+    let day = 'NULL::text';
+    if (q.perDay) {
+      params.push(window.zone);
+      day = `(e.ts AT TIME ZONE $${params.length}::text)::date::text`;
+    }
     const where: string[] = [];
     if (q.eventName !== undefined) {
       params.push(q.eventName);
@@ -208,6 +211,7 @@ export class InsightRepository {
                   row_number() OVER (PARTITION BY grp ORDER BY count(*) DESC, value NULLS LAST) AS rn
              FROM ev GROUP BY grp, value
          )
+         SELECT * FROM (
          SELECT r.grp AS date,
                 CASE WHEN r.rn > $5 THEN 2 WHEN r.missing THEN 1 ELSE 0 END AS kind,
                 CASE WHEN r.rn > $5 THEN '' ELSE r.v END AS value,
@@ -219,7 +223,7 @@ export class InsightRepository {
              ON coalesce(r.grp, '') = coalesce(ev.grp, '') AND r.v = coalesce(ev.value, '')
             AND r.missing = (ev.value IS NULL)
           GROUP BY 1, 2, 3
-          ORDER BY 1, 2 = 2, count(*) DESC, 2, 3`,
+         ) x ORDER BY date, kind = 2, events::bigint DESC, kind, value`,
         params,
       )) as RawBreakdownRow[];
       return rows.map(toRow);
