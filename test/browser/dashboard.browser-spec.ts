@@ -302,9 +302,19 @@ describe('dashboard in Chromium', () => {
     let inFlight = 0;
     let most = 0;
     const rollupQueries: URLSearchParams[] = [];
+    // The board reads the rollups, then the active users and the breakdown, one after another.
+    const lastBoardRead = new Map<string, URLSearchParams>();
+    let lastBoardPath = '';
+    let boardInFlight = 0;
     await page.route('**/api/v1/**', async (route) => {
       const url = new URL(route.request().url());
+      const board = url.pathname !== '/api/v1/events' && url.pathname !== '/api/v1/key';
       if (url.pathname === '/api/v1/rollups') rollupQueries.push(url.searchParams);
+      if (board) {
+        lastBoardRead.set(url.pathname, url.searchParams);
+        lastBoardPath = url.pathname;
+        boardInFlight++;
+      }
       inFlight++;
       most = Math.max(most, inFlight);
       await new Promise((r) => setTimeout(r, 300));
@@ -312,6 +322,7 @@ describe('dashboard in Chromium', () => {
         await route.continue();
       } finally {
         inFlight--;
+        if (board) boardInFlight--;
       }
     });
     await signIn(page, apiKey);
@@ -323,17 +334,32 @@ describe('dashboard in Chromium', () => {
     await testData.uncheck();
     await page.getByLabel('App', { exact: true }).selectOption(emptyApp.id);
     await testData.check();
+    const lastReads = () =>
+      ['/api/v1/rollups', '/api/v1/active-users', '/api/v1/breakdown'].map((p) => [
+        p,
+        lastBoardRead.get(p)?.get('appId'),
+        lastBoardRead.get(p)?.get('testMode'),
+      ]);
+    const settled = ['/api/v1/rollups', '/api/v1/active-users', '/api/v1/breakdown'].map((p) => [
+      p,
+      emptyApp.id,
+      'true',
+    ]);
+    // Settled: the breakdown, the last read of a round, has answered for the last choice.
     await eventually(
-      async () => ({ inFlight, last: rollupQueries.at(-1) }),
-      ({ inFlight: now, last }) => {
+      async () => ({ boardInFlight, last: lastBoardPath, reads: lastReads() }),
+      ({ boardInFlight: now, last, reads }) => {
         expect(now).toBe(0);
-        expect(last?.get('appId')).toBe(emptyApp.id);
-        expect(last?.get('testMode')).toBe('true');
+        expect(last).toBe('/api/v1/breakdown');
+        expect(reads).toEqual(settled);
       },
+      15_000,
     );
-    // The last rollups read ran after the last change, and nothing was refused.
+    // The last reads ran after the last change, no other round followed, and nothing was refused.
     await new Promise((r) => setTimeout(r, 700));
-    expect(inFlight).toBe(0);
+    expect(boardInFlight).toBe(0);
+    expect(lastBoardPath).toBe('/api/v1/breakdown');
+    expect(lastReads()).toEqual(settled);
     expect(most).toBeLessThanOrEqual(2);
     expect(rollupQueries.at(-1)?.get('appId')).toBe(emptyApp.id);
     expect(rollupQueries.at(-1)?.get('testMode')).toBe('true');

@@ -350,6 +350,7 @@ describe('dashboard insights in Chromium', () => {
 
     await page.emulateMedia({ colorScheme: 'light' });
     await page.setViewportSize({ width: 1100, height: 1400 });
+    await page.evaluate(() => window.scrollTo(0, 0));
     await page.waitForTimeout(300);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-insights.png') });
     expect(log.consoleErrors).toEqual([]);
