@@ -119,7 +119,7 @@ export async function fetchBreakdown(d: Dashboard): Promise<void> {
   d.ui.breakdownNote.textContent = rows.length
     ? `Top ${BREAKDOWN_LIMIT} values of ${dimensionLabel(by)} by events.` +
       (LABELS.has(by) ? ' Click a value to filter the page by it.' : '')
-    : `No events in this range have a ${dimensionLabel(by)}.`;
+    : 'No events in this range.';
   renderBreakdown(d, by, rows);
 }
 

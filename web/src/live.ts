@@ -47,7 +47,7 @@ function eventRow(e: EventRecord, open: Set<string>): HTMLTableRowElement {
     td.classList.add('trunc');
     td.title = td.textContent ?? '';
   }
-  tr.cells[1].classList.add('trunc', 'wide');
+  tr.cells[1].classList.add('trunc');
   tr.cells[1].title = e.eventName;
   tr.append(payloadCell(e, open));
   return tr;
