@@ -19,10 +19,22 @@ function events(now: number, days: number): SeedEvent[] {
   for (let d = 0; d < days; d++) {
     const ts = now - d * DAY - 2 * HOUR;
     for (const user of ['a', 'b', `c-${d % 4}`]) {
-      out.push({ eventName: 'Open', receivedAt: ts, anonymousUserId: user, sessionId: `${user}-${d}`, platform: 'iOS' });
+      out.push({
+        eventName: 'Open',
+        receivedAt: ts,
+        anonymousUserId: user,
+        sessionId: `${user}-${d}`,
+        platform: 'iOS',
+      });
     }
     if (d % 3 === 0) {
-      out.push({ eventName: 'Buy', receivedAt: ts + HOUR / 2, anonymousUserId: 'gone', sessionId: `g-${d}`, platform: 'Web' });
+      out.push({
+        eventName: 'Buy',
+        receivedAt: ts + HOUR / 2,
+        anonymousUserId: 'gone',
+        sessionId: `g-${d}`,
+        platform: 'Web',
+      });
     }
   }
   return out;
@@ -69,15 +81,19 @@ describe('insights: erasure, zone changes and the value bound', () => {
       [appId, oldDay, addDays(today, -3)],
     );
     const read = async () => ({
-      total: (await get(`/api/v1/active-users?appId=${appId}&fromDate=${from}&toDate=${today}&interval=total`, key))
-        .body[0].users as number,
-      days: ((await get(`/api/v1/active-users?appId=${appId}&fromDate=${from}&toDate=${today}`, key)).body as {
-        users: number;
-      }[]).map((b) => b.users),
+      total: (
+        await get(`/api/v1/active-users?appId=${appId}&fromDate=${from}&toDate=${today}&interval=total`, key)
+      ).body[0].users as number,
+      days: (
+        (await get(`/api/v1/active-users?appId=${appId}&fromDate=${from}&toDate=${today}`, key)).body as {
+          users: number;
+        }[]
+      ).map((b) => b.users),
       old: (await get(`/api/v1/active-users?appId=${appId}&fromDate=${oldDay}&toDate=${oldDay}`, key)).body[0]
         .users as number,
       platforms: (
-        (await get(`/api/v1/breakdown?appId=${appId}&by=platform&fromDate=${from}&toDate=${today}`, key)).body as {
+        (await get(`/api/v1/breakdown?appId=${appId}&by=platform&fromDate=${from}&toDate=${today}`, key))
+          .body as {
           value: string;
           users: number;
         }[]
@@ -111,9 +127,10 @@ describe('insights: erasure, zone changes and the value bound', () => {
     expect(after.platforms).toEqual([['iOS', 6]]);
     expect(after.total).toBe(await bruteUsers(appId, 'UTC', from, today));
     // The user's number is forgotten.
-    const ids = (await t.db.query(`SELECT count(*)::int AS n FROM insight_ids WHERE app_id = $1 AND id = 'gone'`, [
-      appId,
-    ])) as { n: number }[];
+    const ids = (await t.db.query(
+      `SELECT count(*)::int AS n FROM insight_ids WHERE app_id = $1 AND id = 'gone'`,
+      [appId],
+    )) as { n: number }[];
     expect(ids[0].n).toBe(0);
   });
 
@@ -135,11 +152,13 @@ describe('insights: erasure, zone changes and the value bound', () => {
     await rollups.run(Date.now(), 600_000);
     const today = localDateString(now, zone);
     const from = addDays(today, -7);
-    const days = (await get(`/api/v1/active-users?appId=${appId}&fromDate=${from}&toDate=${today}`, key)).body as {
+    const days = (await get(`/api/v1/active-users?appId=${appId}&fromDate=${from}&toDate=${today}`, key))
+      .body as {
       start: string;
       users: number;
     }[];
-    for (const b of days) expect([b.start, b.users]).toEqual([b.start, await bruteUsers(appId, zone, b.start, b.start)]);
+    for (const b of days)
+      expect([b.start, b.users]).toEqual([b.start, await bruteUsers(appId, zone, b.start, b.start)]);
     expect(days.some((b) => b.users === 2)).toBe(true);
     const rezoneRows = (await t.db.query(
       `SELECT count(*)::int AS n FROM insight_day_users WHERE app_id = $1 AND rezone`,
@@ -155,7 +174,8 @@ describe('insights: erasure, zone changes and the value bound', () => {
     for (let i = 0; i < 300; i++) {
       flood.push({ eventName: 'Open', receivedAt: ts, anonymousUserId: `u-${i % 50}`, platform: `p-${i}` });
     }
-    for (let i = 0; i < 20; i++) flood.push({ eventName: 'Open', receivedAt: ts, anonymousUserId: 'top', platform: 'iOS' });
+    for (let i = 0; i < 20; i++)
+      flood.push({ eventName: 'Open', receivedAt: ts, anonymousUserId: 'top', platform: 'iOS' });
     await seedEvents(t.db, appId, flood);
     await t.app.get(RollupsService).compute({ appId });
     const stored = (await t.db.query(
@@ -167,7 +187,8 @@ describe('insights: erasure, zone changes and the value bound', () => {
       { kind: 0, n: 5 },
       { kind: 2, n: 1 },
     ]);
-    const rows = (await get(`/api/v1/breakdown?appId=${appId}&by=platform&range=1d&limit=1000`, key)).body as {
+    const rows = (await get(`/api/v1/breakdown?appId=${appId}&by=platform&range=1d&limit=1000`, key))
+      .body as {
       value: string | null;
       events: number;
       users: number;
@@ -216,40 +237,48 @@ describe('insights: erasure, zone changes and the value bound', () => {
       async (query) => {
         const res = await get(`/api/v1/breakdown?appId=${appId}&${query}`, key);
         expectProblem(res, 400, 'unknown_dimension');
-        expect(res.body.errors).toEqual([expect.objectContaining({ field: 'by', code: 'unknown_dimension' })]);
+        expect(res.body.errors).toEqual([
+          expect.objectContaining({ field: 'by', code: 'unknown_dimension' }),
+        ]);
       },
     );
 
-    it.each(['active-users', 'breakdown?by=platform'])('GET /api/v1/%s needs rollups:read and the app', async (path) => {
-      const sep = path.includes('?') ? '&' : '?';
-      const eventsOnly = (await makeApiKey(t.app, [appId], ['events:read'])).key;
-      const scope = await get(`/api/v1/${path}${sep}appId=${appId}`, eventsOnly);
-      expectProblem(scope, 403, 'insufficient_scope');
-      expect(scope.headers['www-authenticate']).toContain('scope="rollups:read"');
-      const other = await app();
-      const forbidden = await get(`/api/v1/${path}${sep}appId=${other.appId}`, key);
-      expectProblem(forbidden, 403, 'app_forbidden');
-      const none = await request(t.http).get(`/api/v1/${path}${sep}appId=${appId}`);
-      expectProblem(none, 401, 'invalid_key');
-    });
+    it.each(['active-users', 'breakdown?by=platform'])(
+      'GET /api/v1/%s needs rollups:read and the app',
+      async (path) => {
+        const sep = path.includes('?') ? '&' : '?';
+        const eventsOnly = (await makeApiKey(t.app, [appId], ['events:read'])).key;
+        const scope = await get(`/api/v1/${path}${sep}appId=${appId}`, eventsOnly);
+        expectProblem(scope, 403, 'insufficient_scope');
+        expect(scope.headers['www-authenticate']).toContain('scope="rollups:read"');
+        const other = await app();
+        const forbidden = await get(`/api/v1/${path}${sep}appId=${other.appId}`, key);
+        expectProblem(forbidden, 403, 'app_forbidden');
+        const none = await request(t.http).get(`/api/v1/${path}${sep}appId=${appId}`);
+        expectProblem(none, 401, 'invalid_key');
+      },
+    );
   });
 });
 
 describe('insights: read rate limit', () => {
   const t = useTestApp({ ROLLUPS_ENABLED: 'false', READ_RATE_REQUESTS: '2', RATE_WINDOW_MS: '60000' });
 
-  it.each(['active-users', 'breakdown?by=platform'])('GET /api/v1/%s is rate limited per key', async (path) => {
-    const created = await t.app.get(AppsService).create('limited', TEST_ACTOR);
-    const key = (await makeApiKey(t.app, [created.id], ['rollups:read'])).key;
-    const sep = path.includes('?') ? '&' : '?';
-    const url = `/api/v1/${path}${sep}appId=${created.id}`;
-    for (let i = 0; i < 2; i++) {
-      const ok = await request(t.http).get(url).set(bearer(key));
-      expect(ok.status).toBe(200);
-      expect(ok.headers['ratelimit-limit']).toBe('2');
-    }
-    const limited = await request(t.http).get(url).set(bearer(key));
-    expectProblem(limited, 429, 'rate_limited');
-    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
-  });
+  it.each(['active-users', 'breakdown?by=platform'])(
+    'GET /api/v1/%s is rate limited per key',
+    async (path) => {
+      const created = await t.app.get(AppsService).create('limited', TEST_ACTOR);
+      const key = (await makeApiKey(t.app, [created.id], ['rollups:read'])).key;
+      const sep = path.includes('?') ? '&' : '?';
+      const url = `/api/v1/${path}${sep}appId=${created.id}`;
+      for (let i = 0; i < 2; i++) {
+        const ok = await request(t.http).get(url).set(bearer(key));
+        expect(ok.status).toBe(200);
+        expect(ok.headers['ratelimit-limit']).toBe('2');
+      }
+      const limited = await request(t.http).get(url).set(bearer(key));
+      expectProblem(limited, 429, 'rate_limited');
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+    },
+  );
 });

@@ -1,4 +1,6 @@
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
+import { TallyReader } from '../packages/client/src/index';
 import { AppsService } from '@app/auth/apps.service';
 import { addDays } from '@app/common/reads/time-params';
 import { localDateString } from '@app/common/timezones';
@@ -7,7 +9,6 @@ import { RollupsService } from '@app/rollups/rollups.service';
 import { PartitionRepository } from '@app/storage/partition.repository';
 import { TEST_ACTOR, bearer, makeApiKey } from './factories';
 import { seedEvents, SeedEvent } from './factories/events';
-import { waitFor } from './support/harness';
 import { useTestApp } from './support/test-app';
 
 const ZONE = 'America/New_York';
@@ -118,8 +119,10 @@ describe('insights: active users and breakdowns', () => {
       const buckets = await activeUsers(query);
       const modes = testMode ? [false, true] : [false];
       // Empty buckets included: one per day, week, month, or one in all.
-      if (interval === 'day') expect(buckets).toHaveLength(Math.round((Date.parse(toDate) - Date.parse(fromDate)) / DAY) + 1);
-      if (interval === 'total') expect(buckets).toEqual([expect.objectContaining({ start: fromDate, end: toDate })]);
+      if (interval === 'day')
+        expect(buckets).toHaveLength(Math.round((Date.parse(toDate) - Date.parse(fromDate)) / DAY) + 1);
+      if (interval === 'total')
+        expect(buckets).toEqual([expect.objectContaining({ start: fromDate, end: toDate })]);
       expect(buckets[0].start <= fromDate).toBe(true);
       expect(buckets[buckets.length - 1].end).toBe(toDate);
       for (const b of buckets) {
@@ -215,7 +218,9 @@ describe('insights: active users and breakdowns', () => {
   const comparable = (rows: Row[]) =>
     rows.map((r) => ({
       ...r,
-      floatValue: r.floatValue ? { count: r.floatValue.count, sum: Number(r.floatValue.sum.toFixed(6)) } : null,
+      floatValue: r.floatValue
+        ? { count: r.floatValue.count, sum: Number(r.floatValue.sum.toFixed(6)) }
+        : null,
     }));
 
   it('breaks down by each built-in dimension exactly, with the null and other rows, adding up to the rollups', async () => {
@@ -303,5 +308,31 @@ describe('insights: active users and breakdowns', () => {
       [appId],
     )) as { details: { to: string[] } }[];
     expect(audit.map((a) => a.details.to)).toEqual([['plan']]);
+  });
+
+  it('TallyReader.activeUsers and TallyReader.breakdown read the same answers', async () => {
+    if (!t.http.listening) t.http.listen(0);
+    const { port } = t.http.address() as AddressInfo;
+    const reader = new TallyReader({ endpoint: `http://127.0.0.1:${port}`, apiKey: readKey });
+    const today = localDateString(now, ZONE);
+    const fromDate = addDays(today, -27);
+    const query = `fromDate=${fromDate}&toDate=${today}&interval=day&window=7`;
+    expect(await reader.activeUsers({ appId, fromDate, toDate: today, interval: 'day', window: 7 })).toEqual(
+      await activeUsers(query),
+    );
+    expect(
+      await reader.breakdown({
+        appId,
+        by: 'appVersion',
+        range: '30d',
+        limit: 2,
+        platform: 'iOS',
+        testMode: 'all',
+      }),
+    ).toEqual(await breakdown('by=appVersion&range=30d&limit=2&platform=iOS&testMode=all'));
+    await expect(reader.breakdown({ appId, by: 'country' })).rejects.toMatchObject({
+      status: 400,
+      code: 'unknown_dimension',
+    });
   });
 });

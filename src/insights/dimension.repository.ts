@@ -32,7 +32,13 @@ export class DimensionRepository {
    * Marks the local days [fromDay, toDay] of the app dirty, as ingest does, so that the rollup
    * computation recomputes them (and their breakdowns) on its next run.
    */
-  async markDays(tx: EntityManager, appId: string, zone: string, fromDay: string, toDay: string): Promise<number> {
+  async markDays(
+    tx: EntityManager,
+    appId: string,
+    zone: string,
+    fromDay: string,
+    toDay: string,
+  ): Promise<number> {
     const [, count] = (await tx.query(
       `INSERT INTO rollup_dirty (app_id, day, timezone)
        SELECT $1, d::date, $2 FROM generate_series($3::date, $4::date, interval '1 day') AS d`,

@@ -31,16 +31,27 @@ export class DimensionsService {
    * Declares the app's payload dimensions (at most 10 keys; none clears them), audited. The
    * retained days are marked for the rollup computation, which recomputes their breakdowns.
    */
-  async set(appIdInput: string, keys: string[], actor: AuditActor, now = Date.now()): Promise<DimensionsChange> {
+  async set(
+    appIdInput: string,
+    keys: string[],
+    actor: AuditActor,
+    now = Date.now(),
+  ): Promise<DimensionsChange> {
     const appId = normaliseAppId(appIdInput);
     if (!UUID.test(appId)) throw new AppError('invalid_body', `appId must be a UUID, got "${appIdInput}"`);
     const unique = [...new Set(keys)];
     if (unique.length > MAX_DECLARED_DIMENSIONS) {
-      throw new AppError('invalid_body', `At most ${MAX_DECLARED_DIMENSIONS} dimensions, got ${unique.length}.`);
+      throw new AppError(
+        'invalid_body',
+        `At most ${MAX_DECLARED_DIMENSIONS} dimensions, got ${unique.length}.`,
+      );
     }
     const bad = unique.find((k) => !isValidPayloadKey(k));
     if (bad !== undefined) {
-      throw new AppError('invalid_body', 'A dimension is a payload key of 1 to 128 characters, no control characters.');
+      throw new AppError(
+        'invalid_body',
+        'A dimension is a payload key of 1 to 128 characters, no control characters.',
+      );
     }
     return this.dimensions.transaction(async (tx) => {
       const found = await this.dimensions.setDimensions(tx, appId, unique);

@@ -233,10 +233,10 @@ export class InsightComputationRepository {
             [appId, mask.bits],
           );
         }
-        await runner.query(`DELETE FROM insight_ids WHERE app_id = $1 AND kind = 'u' AND id = ANY($2::text[])`, [
-          appId,
-          userIds,
-        ]);
+        await runner.query(
+          `DELETE FROM insight_ids WHERE app_id = $1 AND kind = 'u' AND id = ANY($2::text[])`,
+          [appId, userIds],
+        );
       }
       await runner.commitTransaction();
     } catch (err) {

@@ -81,15 +81,15 @@ function toInteger({ value }: { value: unknown }): unknown {
 /** An equality filter on a built-in dimension. */
 const DimensionFilter = (name: string) =>
   applyDecorators(
-  ApiPropertyOptional({
-    maxLength: 100,
-    pattern: NO_CONTROL_CHARACTERS_PATTERN,
-    description: `Only events whose ${name} equals this value.`,
-  }),
-  IsOptional(),
-  IsString(),
-  MaxLength(100),
-  HasNoControlCharacters(),
+    ApiPropertyOptional({
+      maxLength: 100,
+      pattern: NO_CONTROL_CHARACTERS_PATTERN,
+      description: `Only events whose ${name} equals this value.`,
+    }),
+    IsOptional(),
+    IsString(),
+    MaxLength(100),
+    HasNoControlCharacters(),
   );
 
 export class BreakdownQueryDto extends InsightRangeQueryDto {

@@ -25,7 +25,9 @@ interface RangeQuery {
 export function resolveRange(query: RangeQuery, today: string): { fromDate: string; toDate: string } {
   if (query.range !== undefined && (query.fromDate !== undefined || query.toDate !== undefined)) {
     const field = query.fromDate !== undefined ? 'fromDate' : 'toDate';
-    throw invalidQuery([{ field: 'range', code: 'conflict', message: `range cannot be combined with ${field}` }]);
+    throw invalidQuery([
+      { field: 'range', code: 'conflict', message: `range cannot be combined with ${field}` },
+    ]);
   }
   let fromDate: string;
   let toDate: string;
@@ -80,7 +82,7 @@ function monthEnd(date: string): string {
 export function bucketsOf(fromDate: string, toDate: string, interval: string, window: number): DayBucket[] {
   const buckets: DayBucket[] = [];
   if (interval === 'total') return [{ start: fromDate, end: toDate }];
-  for (let day = fromDate; day <= toDate; ) {
+  for (let day = fromDate; day <= toDate;) {
     let end: string;
     if (interval === 'day') {
       buckets.push({ start: addDays(day, -(window - 1)), end: day });
@@ -192,7 +194,11 @@ export class InsightsService {
       'unknown_dimension',
       `by must be eventName, platform, appVersion, osVersion, deviceModel, locale or payload.<key> for a ` +
         `declared key; got "${by.slice(0, 200)}"`,
-      { errors: [{ field: 'by', code: 'unknown_dimension', message: `unknown dimension "${by.slice(0, 200)}"` }] },
+      {
+        errors: [
+          { field: 'by', code: 'unknown_dimension', message: `unknown dimension "${by.slice(0, 200)}"` },
+        ],
+      },
     );
   }
 }

@@ -23,9 +23,20 @@ export class InsightsStep implements RollupDayStep, OnModuleInit {
     this.steps.register(this);
   }
 
-  async computeDay(runner: QueryRunner, appId: string, target: LocalDayTarget, replace: boolean): Promise<void> {
+  async computeDay(
+    runner: QueryRunner,
+    appId: string,
+    target: LocalDayTarget,
+    replace: boolean,
+  ): Promise<void> {
     if (!replace) return;
-    const day = { day: target.day, zone: target.zone, start: target.start, end: target.end, rezone: target.set === 'rezone' };
+    const day = {
+      day: target.day,
+      zone: target.zone,
+      start: target.start,
+      end: target.end,
+      rezone: target.set === 'rezone',
+    };
     await this.computation.numberNewIds(runner, appId, day);
     await this.computation.clearDay(runner, appId, day);
     await this.computation.writeDayUsers(runner, appId, day);
@@ -37,7 +48,10 @@ export class InsightsStep implements RollupDayStep, OnModuleInit {
     return this.computation.swap(runner, appId, fromDay);
   }
 
-  restartRezone(runner: { query(sql: string, params?: unknown[]): Promise<unknown> }, appId: string): Promise<void> {
+  restartRezone(
+    runner: { query(sql: string, params?: unknown[]): Promise<unknown> },
+    appId: string,
+  ): Promise<void> {
     return this.computation.dropRezone(runner, appId);
   }
 

@@ -18,7 +18,10 @@ export interface RollupDayStep {
   /** A zone change's new set becomes the served one from `fromDay` on, in the swap's transaction. */
   swap(runner: QueryRunner, appId: string, fromDay: string): Promise<void>;
   /** A zone change (re)starts: the new set built so far is dropped, in its transaction. */
-  restartRezone(runner: { query(sql: string, params?: unknown[]): Promise<unknown> }, appId: string): Promise<void>;
+  restartRezone(
+    runner: { query(sql: string, params?: unknown[]): Promise<unknown> },
+    appId: string,
+  ): Promise<void>;
   /**
    * Erasure: removes the users (stored ids) from every day kept, past event retention included,
    * with the computation lock held; idempotent.

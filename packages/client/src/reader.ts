@@ -1,5 +1,5 @@
 import { TallyError } from './errors.js';
-import type { Deletion, EventRecord, RollupRecord } from './types.js';
+import type { ActiveUsersRow, BreakdownRow, Deletion, EventRecord, RollupRecord } from './types.js';
 
 export interface TallyReaderOptions {
   /** Base URL of the deployment. */
@@ -38,6 +38,43 @@ export interface RollupsQuery {
   toDate?: string;
   eventName?: string;
   testMode?: TestModeFilter;
+}
+
+export interface ActiveUsersQuery {
+  appId: string;
+  /** `30d`: the last 30 days including today. Not combinable with fromDate/toDate. */
+  range?: string;
+  /** First day, YYYY-MM-DD, in the app's time zone. */
+  fromDate?: string;
+  /** Last day, YYYY-MM-DD, in the app's time zone. */
+  toDate?: string;
+  /** `day` (default), `week` (ISO weeks), `month` or `total`. */
+  interval?: 'day' | 'week' | 'month' | 'total';
+  /** 1–90, only with interval `day`: each day counts the users of the `window` days ending that day. */
+  window?: number;
+  /** Only users who sent this event. */
+  eventName?: string;
+  testMode?: TestModeFilter;
+}
+
+export interface BreakdownQuery {
+  appId: string;
+  /** eventName, platform, appVersion, osVersion, deviceModel, locale, or `payload.<key>` for a declared key. */
+  by: string;
+  range?: string;
+  fromDate?: string;
+  toDate?: string;
+  /** `total` (default) or `day`. */
+  interval?: 'total' | 'day';
+  /** 1–1000, default 50: the values with the most events; the rest is one row with `other: true`. */
+  limit?: number;
+  eventName?: string;
+  testMode?: TestModeFilter;
+  platform?: string;
+  appVersion?: string;
+  osVersion?: string;
+  deviceModel?: string;
+  locale?: string;
 }
 
 export interface ExportQuery {
@@ -115,6 +152,48 @@ export class TallyReader {
       url = this.next(res, url);
     }
     return rows;
+  }
+
+  /**
+   * Exact distinct users per bucket of the app's local days, oldest first, empty buckets included
+   * (an API key with `rollups:read`).
+   */
+  async activeUsers(query: ActiveUsersQuery): Promise<ActiveUsersRow[]> {
+    const url = this.url('/api/v1/active-users', {
+      appId: query.appId,
+      range: query.range,
+      fromDate: query.fromDate,
+      toDate: query.toDate,
+      interval: query.interval,
+      window: query.window,
+      eventName: query.eventName,
+      testMode: query.testMode,
+    });
+    return (await (await this.send(url)).json()) as ActiveUsersRow[];
+  }
+
+  /**
+   * Events, users and sessions by the values of one dimension: the top `limit` values (per day
+   * with interval `day`), the row of events without the field (`value: null`) and one `other` row.
+   */
+  async breakdown(query: BreakdownQuery): Promise<BreakdownRow[]> {
+    const url = this.url('/api/v1/breakdown', {
+      appId: query.appId,
+      by: query.by,
+      range: query.range,
+      fromDate: query.fromDate,
+      toDate: query.toDate,
+      interval: query.interval,
+      limit: query.limit,
+      eventName: query.eventName,
+      testMode: query.testMode,
+      platform: query.platform,
+      appVersion: query.appVersion,
+      osVersion: query.osVersion,
+      deviceModel: query.deviceModel,
+      locale: query.locale,
+    });
+    return (await (await this.send(url)).json()) as BreakdownRow[];
   }
 
   /**

@@ -10,6 +10,10 @@ export type EventWarning = components['schemas']['EventWarningDto'];
 export type EventRecord = components['schemas']['EventRecordDto'];
 /** One row of GET /api/v1/rollups. */
 export type RollupRecord = components['schemas']['RollupRecordDto'];
+/** One bucket of active users. */
+export type ActiveUsersRow = components['schemas']['ActiveUsersRowDto'];
+/** One row of a breakdown. */
+export type BreakdownRow = components['schemas']['BreakdownRowDto'];
 export type Problem = components['schemas']['Problem'];
 /** A deletion of users' data, as POST and GET /api/v1/deletions return it. */
 export type Deletion = components['schemas']['DeletionRecordDto'];

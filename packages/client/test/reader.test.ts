@@ -156,4 +156,28 @@ describe('TallyReader erasure', () => {
       code: 'app_forbidden',
     });
   });
+
+  it('activeUsers and breakdown send the documented parameters and return the rows', async () => {
+    const { urls, fetchImpl } = replying({
+      '/api/v1/active-users': { body: [{ start: '2026-11-01', end: '2026-11-07', users: 3, final: true }] },
+      '/api/v1/breakdown': {
+        body: [{ value: 'iOS', events: 2, users: 1, sessions: 1, floatValue: null, other: false }],
+      },
+    });
+    const reader = new TallyReader({ endpoint: 'http://tally.test', apiKey: 'k', fetch: fetchImpl });
+    const buckets = await reader.activeUsers({ appId: 'a', range: '30d', interval: 'day', window: 7 });
+    expect(buckets).toEqual([{ start: '2026-11-01', end: '2026-11-07', users: 3, final: true }]);
+    const rows = await reader.breakdown({
+      appId: 'a',
+      by: 'platform',
+      limit: 5,
+      appVersion: '2.4.1',
+      testMode: 'all',
+    });
+    expect(rows[0].value).toBe('iOS');
+    expect(urls).toEqual([
+      'http://tally.test/api/v1/active-users?appId=a&range=30d&interval=day&window=7',
+      'http://tally.test/api/v1/breakdown?appId=a&by=platform&limit=5&testMode=all&appVersion=2.4.1',
+    ]);
+  });
 });

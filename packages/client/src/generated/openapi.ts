@@ -208,6 +208,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/active-users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count distinct active users over any range
+         * @description Needs an API key with the scope `rollups:read` and access to `appId`. Exact distinct users per bucket (day, ISO week, month or the whole range) of the app's local days, empty buckets included; with `window`, rolling counts. Fresh as the rollups are.
+         */
+        get: operations["InsightsController_activeUsers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/breakdown": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Break events, users and sessions down by a dimension
+         * @description Needs an API key with the scope `rollups:read` and access to `appId`. The values with the most events (top `limit`, per day with interval=day), the row of events without the field (value null), and one `other` row for the rest; exact counts.
+         */
+        get: operations["InsightsController_breakdown"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -331,7 +371,7 @@ export interface components {
             status: number;
             detail: string;
             /** @enum {string} */
-            code: "invalid_json" | "invalid_body" | "invalid_query" | "invalid_cursor" | "unsupported_encoding" | "invalid_header" | "malformed_request" | "invalid_plan" | "invalid_key" | "wrong_key_type" | "insufficient_scope" | "app_forbidden" | "not_found" | "body_timeout" | "request_timeout" | "conflict" | "expectation_failed" | "headers_too_large" | "version_conflict" | "precondition_required" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_auth_failures" | "service_unavailable" | "query_timeout" | "internal_error";
+            code: "invalid_json" | "invalid_body" | "invalid_query" | "invalid_cursor" | "unsupported_encoding" | "invalid_header" | "malformed_request" | "invalid_plan" | "unknown_dimension" | "invalid_key" | "wrong_key_type" | "insufficient_scope" | "app_forbidden" | "not_found" | "body_timeout" | "request_timeout" | "conflict" | "expectation_failed" | "headers_too_large" | "version_conflict" | "precondition_required" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "too_many_auth_failures" | "service_unavailable" | "query_timeout" | "internal_error";
             /** @description Also sent as the `X-Request-Id` header. */
             requestId: string;
             errors?: components["schemas"]["FieldError"][];
@@ -347,6 +387,13 @@ export interface components {
              * @example Europe/Berlin
              */
             timezone: string;
+            /**
+             * @description Payload keys the app declared as breakdown dimensions (`by=payload.<key>`).
+             * @example [
+             *       "plan"
+             *     ]
+             */
+            dimensions: string[];
         };
         KeyInfoDto: {
             /** Format: uuid */
@@ -682,6 +729,46 @@ export interface components {
              * @example Europe/Berlin
              */
             timezone: string;
+        };
+        ActiveUsersRowDto: {
+            /**
+             * Format: date
+             * @description First day of the bucket, inclusive, in the app's time zone.
+             */
+            start: string;
+            /**
+             * Format: date
+             * @description Last day of the bucket, inclusive.
+             */
+            end: string;
+            /** @description Distinct non-null anonymousUserId among the stored events of the local days [start, end]. */
+            users: number;
+            /** @description Every day of the bucket has ended and was computed after its end. */
+            final: boolean;
+        };
+        BreakdownFloatValueDto: {
+            count: number;
+            sum: number;
+            min: number;
+            max: number;
+            avg: number;
+        };
+        BreakdownRowDto: {
+            /**
+             * Format: date
+             * @description The local day, with interval=day only.
+             */
+            date?: string;
+            /** @description The value; null on the row of events without the field, and on the `other` row. */
+            value: string | null;
+            events: number;
+            /** @description Distinct anonymousUserId among the row's events. */
+            users: number;
+            /** @description Distinct sessionId among the row's events. */
+            sessions: number;
+            floatValue: components["schemas"]["BreakdownFloatValueDto"] | null;
+            /** @description True on the one row that sums every value past `limit`. */
+            other: boolean;
         };
         CreateDeletionDto: {
             /**
@@ -1779,6 +1866,221 @@ export interface operations {
                 };
             };
             /** @description Invalid query parameters (`invalid_query`, with `errors`) or a tampered `cursor` (`invalid_cursor`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `rollups:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    InsightsController_activeUsers: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+                /** @description First day, inclusive, in the app's time zone. */
+                fromDate?: string;
+                /** @description Last day, inclusive, in the app's time zone. Default: today there. */
+                toDate?: string;
+                /** @description The last n days including today, n from 1 to 366. Not combinable with fromDate or toDate. */
+                range?: string;
+                eventName?: string;
+                testMode?: "false" | "true" | "all";
+                /** @description Bucket size: local days, ISO weeks (Monday first), calendar months, or the whole range. */
+                interval?: "day" | "week" | "month" | "total";
+                /** @description Only with interval=day: each day counts the users of the `window` days ending that day (7: the rolling weekly curve, 28: the monthly one). */
+                window?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActiveUsersRowDto"][];
+                };
+            };
+            /** @description Invalid query parameters (`invalid_query`, with `errors`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or invalid API key (`invalid_key`), or an ingest key (`wrong_key_type`). */
+            401: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks `rollups:read` (`insufficient_scope`) or has no access to `appId` (`app_forbidden`). */
+            403: {
+                headers: {
+                    /** @description RFC 6750 challenge, e.g. `Bearer realm="tally", error="invalid_token"`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Read rate of the key exceeded, or READ_MAX_CONCURRENT_PER_KEY reads of the key already running, or its read time per second spent (`rate_limited`), or too many invalid keys (`too_many_auth_failures`). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A bug. The body carries a `requestId` to quote when reporting it. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    InsightsController_breakdown: {
+        parameters: {
+            query: {
+                /** @description The app to read. */
+                appId: string;
+                /** @description First day, inclusive, in the app's time zone. */
+                fromDate?: string;
+                /** @description Last day, inclusive, in the app's time zone. Default: today there. */
+                toDate?: string;
+                /** @description The last n days including today, n from 1 to 366. Not combinable with fromDate or toDate. */
+                range?: string;
+                eventName?: string;
+                testMode?: "false" | "true" | "all";
+                /** @description The dimension: eventName, platform, appVersion, osVersion, deviceModel, locale, or payload.<key> for a key the app declared (`tally apps set-dimensions`). Anything else is 400 `unknown_dimension`. */
+                by?: string;
+                interval?: "total" | "day";
+                /** @description The values with the most events (per day with interval=day); the rest is one `other` row. */
+                limit?: number;
+                /** @description Only events whose platform equals this value. */
+                platform?: string;
+                /** @description Only events whose appVersion equals this value. */
+                appVersion?: string;
+                /** @description Only events whose osVersion equals this value. */
+                osVersion?: string;
+                /** @description Only events whose deviceModel equals this value. */
+                deviceModel?: string;
+                /** @description Only events whose locale equals this value. */
+                locale?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description Requests allowed per window. */
+                    "RateLimit-Limit"?: number;
+                    /** @description Requests left in this window. */
+                    "RateLimit-Remaining"?: number;
+                    /** @description Seconds until the window resets. */
+                    "RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BreakdownRowDto"][];
+                };
+            };
+            /** @description Invalid query parameters (`invalid_query`, with `errors`), or `by` names no dimension of the app (`unknown_dimension`). */
             400: {
                 headers: {
                     [name: string]: unknown;
