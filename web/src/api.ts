@@ -40,26 +40,11 @@ export type Rollup = Schemas['RollupRecordDto'];
 /** One stored event as GET /api/v1/events returns it. */
 export type EventRecord = Schemas['EventRecordDto'];
 /** An app of GET /api/v1/key, with the payload keys it declared as breakdown dimensions. */
-export type KeyApp = KeyInfo['apps'][number] & { dimensions?: string[] };
-
+export type KeyApp = Schemas['KeyAppDto'];
 /** One bucket of GET /api/v1/active-users: the distinct users of the local days [start, end]. */
-export interface ActiveUsersRow {
-  start: string;
-  end: string;
-  users: number;
-  final: boolean;
-}
-
+export type ActiveUsersRow = Schemas['ActiveUsersRowDto'];
 /** One row of GET /api/v1/breakdown; `value: null` is the events that lack the field. */
-export interface BreakdownRow {
-  value: string | null;
-  events: number;
-  users: number;
-  sessions: number;
-  floatValue: { count: number; sum: number; min: number; max: number; avg: number } | null;
-  other?: boolean;
-  date?: string;
-}
+export type BreakdownRow = Schemas['BreakdownRowDto'];
 
 function scopeFromChallenge(header: string | null): string | undefined {
   const match = header ? /scope="([^"]+)"/.exec(header) : null;

@@ -33,7 +33,7 @@ function filterable(by: string, row: BreakdownRow): row is BreakdownRow & { valu
 }
 
 function selectedApp(d: Dashboard): KeyApp | undefined {
-  return d.state.key?.apps.find((a) => a.id === d.ui.app.value) as KeyApp | undefined;
+  return d.state.key?.apps.find((a) => a.id === d.ui.app.value);
 }
 
 /** The parameters every insight read shares: app, range, test mode and the picked event. */
