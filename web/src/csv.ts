@@ -51,8 +51,8 @@ export function rollupsCsv(rows: Rollup[]): string {
         r.uniqueSessions,
         f?.count ?? null,
         f ? plainNumber(f.sum) : null,
-        f ? plainNumber(f.min) : null,
-        f ? plainNumber(f.max) : null,
+        f?.min ?? null,
+        f?.max ?? null,
         f ? plainNumber(f.avg) : null,
         r.final,
       ]

@@ -11,8 +11,9 @@ export function formatNumber(n: number | null | undefined): string {
 }
 
 /**
- * A number for a file (CSV): full precision without the noise of binary floating point, i.e. at
- * most 15 significant digits, which every double holds exactly (59.989999999999995 → 59.99).
+ * A computed number (a sum, an average) for a file (CSV): without the noise of binary floating
+ * point, i.e. at most 15 significant digits, which a double always holds (59.989999999999995 →
+ * 59.99).
  */
 export function plainNumber(n: number): number {
   return Number.isInteger(n) ? n : Number(n.toPrecision(15));
