@@ -21,7 +21,10 @@
 // user, bench/scenarios/erasure.mjs, the `erasure` section), --export [--export-events N] (only
 // the raw export, bench/scenarios/export.mjs, the `export` section), --plans (only the
 // tracking-plan figures, bench/scenarios/plans.mjs, the `plans` section), --backup
-// [--backup-events N] (only tally backup and restore, bench/scenarios/backup.mjs, the `backup` section).
+// [--backup-events N] (only tally backup and restore, bench/scenarios/backup.mjs, the `backup` section),
+// --insights [--insights-events N --insights-users N --insights-days N] (only exact active users and
+// breakdowns, bench/scenarios/insights.mjs, the `insights` section; --insights-recompute: the rollup
+// task's recompute with and without them, the `insightsRecompute` section).
 //
 // Each scenario lives in bench/scenarios/; this file only runs them in order and writes the results.
 import fs from 'node:fs';
@@ -152,6 +155,8 @@ const STANDALONE_SECTIONS = [
   'export',
   'plans',
   'backup',
+  'insights',
+  'insightsRecompute',
 ];
 
 function previousSection(name) {
@@ -180,6 +185,8 @@ const STANDALONE_MODES = {
   export: () => import('./scenarios/export.mjs').then((m) => m.exportBenchmarkMain({ root: ROOT, log, git })),
   plans: () => import('./scenarios/plans.mjs').then((m) => m.plansBenchmarkMain()),
   backup: () => import('./scenarios/backup.mjs').then((m) => m.backupBenchmarkMain({ root: ROOT, log, git })),
+  insights: () =>
+    import('./scenarios/insights.mjs').then((m) => m.insightsBenchmarkMain({ root: ROOT, log })),
 };
 const mode = Object.keys(STANDALONE_MODES).find((name) => flags[name]);
 const run = mode ? STANDALONE_MODES[mode] : main;

@@ -4,8 +4,10 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * Insights: exact distinct users over any range, and breakdowns by dimension.
  *
  * - `insight_ids` gives each user id (kind `u`) and session id (kind `s`) of an app a dense
- *   number, in the order the computation first met it; `insight_counters` holds the next number,
- *   which never goes back, so an erased user's number is never reused.
+ *   number, in the order the computation first met it. An id is kept only as `key`, a keyed hash
+ *   with the app's secret (the first 16 bytes of SHA-256 of secret and id), never in clear.
+ *   `insight_counters` holds the next number, which never goes back, so an erased user's number
+ *   is never reused.
  * - `insight_day_users`: per (app, local day, mode, event name) the set of users as a bitmap over
  *   those numbers (`event_name = ''`: every event of the day).
  * - `insight_breakdowns`: per (app, local day, dimension, mode, value) the events, the float-value
@@ -23,9 +25,9 @@ export class Insights1764000000000 implements MigrationInterface {
       CREATE TABLE insight_ids (
         app_id  uuid NOT NULL,
         kind    "char" NOT NULL,
-        id      text COLLATE "C" NOT NULL,
+        key     bytea NOT NULL,
         no      integer NOT NULL,
-        PRIMARY KEY (app_id, kind, id)
+        PRIMARY KEY (app_id, kind, key)
       )`);
     await q.query(`
       CREATE TABLE insight_counters (

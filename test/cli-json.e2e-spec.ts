@@ -89,6 +89,7 @@ describe('every CLI command keeps the --json promise', () => {
       'apps rename': { ok: [appId, 'json-app renamed'], fail: [NOBODY, 'x'], failCode: 3 },
       'apps delete': { ok: [doomed, '--yes'], fail: [appId], failCode: 2 },
       'apps set-timezone': { ok: [appId, 'Europe/Berlin'], fail: [NOBODY, 'UTC'], failCode: 3 },
+      'apps set-dimensions': { ok: [appId, 'plan'], fail: [NOBODY, 'plan'], failCode: 3 },
       'keys create-ingest': { ok: app, fail: ['--app', NOBODY], failCode: 3 },
       'keys create-api': {
         ok: [...app, '--scope', 'events:read'],

@@ -126,12 +126,12 @@ describe('insights: erasure, zone changes and the value bound', () => {
     expect(after.days).toEqual(before.days.map((n, i) => n - ((9 - i) % 3 === 0 ? 1 : 0)));
     expect(after.platforms).toEqual([['iOS', 6]]);
     expect(after.total).toBe(await bruteUsers(appId, 'UTC', from, today));
-    // The user's number is forgotten.
+    // The user's number is forgotten: only the other users keep one.
     const ids = (await t.db.query(
-      `SELECT count(*)::int AS n FROM insight_ids WHERE app_id = $1 AND id = 'gone'`,
+      `SELECT count(*)::int AS n FROM insight_ids WHERE app_id = $1 AND kind = 'u'`,
       [appId],
     )) as { n: number }[];
-    expect(ids[0].n).toBe(0);
+    expect(ids[0].n).toBe(6);
   });
 
   it('a zone change recomputes the days of the user sets in the new zone', async () => {

@@ -30,8 +30,8 @@ describe('GET /api/v1/key', () => {
       scopes: ['rollups:read'],
       expiresAt: key.expiresAt,
       apps: [
-        { id: alpha.id, name: 'Alpha app', timezone: 'UTC' },
-        { id: beta.id, name: 'Beta app', timezone: 'UTC' },
+        { id: alpha.id, name: 'Alpha app', timezone: 'UTC', dimensions: [] },
+        { id: beta.id, name: 'Beta app', timezone: 'UTC', dimensions: [] },
       ],
     });
     expect(JSON.stringify(res.body)).not.toContain(key.key);

@@ -323,7 +323,9 @@ describe('app time zones', () => {
       await runUntilIdle();
       expect(await nextDay()).toBeUndefined();
       const res = await request(t.http).get('/api/v1/key').set(bearer(tenant.apiKey));
-      expect(res.body.apps).toEqual([{ id: tenant.appId, name: tenant.app.name, timezone: 'Europe/Berlin' }]);
+      expect(res.body.apps).toEqual([
+        { id: tenant.appId, name: tenant.app.name, timezone: 'Europe/Berlin', dimensions: [] },
+      ]);
     });
 
     it('ingest takes the zone from its key cache; marks named in the old zone land on the new days', async () => {

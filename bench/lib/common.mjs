@@ -28,6 +28,14 @@ export const { values: flags } = parseArgs({
     // Erasure of a heavy user (bench/scenarios/erasure.mjs); --erasure-scale shrinks its dataset.
     erasure: { type: 'boolean', default: false },
     'erasure-scale': { type: 'string', default: '1' },
+    // Exact active users and breakdowns alone (bench/scenarios/insights.mjs), the `insights` section.
+    insights: { type: 'boolean', default: false },
+    'insights-events': { type: 'string' },
+    'insights-users': { type: 'string' },
+    'insights-days': { type: 'string' },
+    'insights-recompute': { type: 'boolean', default: false },
+    // 1: the recompute comparison runs each variant once instead of twice.
+    'insights-passes': { type: 'string' },
     // Reads on a hot standby against reads on the primary (bench/scenarios/replica.mjs).
     replica: { type: 'boolean', default: false },
     // The raw export alone (bench/scenarios/export.mjs), recorded in the `export` section.

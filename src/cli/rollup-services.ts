@@ -14,12 +14,19 @@ import { InsightComputationRepository } from '@app/insights/insight-computation.
 import { InsightsStep } from '@app/insights/insights.step';
 
 /** The rollups service of the `rollups` and privacy commands, on the CLI's DataSource. */
-export function buildRollups(dataSource: DataSource, config: AppConfig, audit: AuditService): RollupsService {
+export function buildRollups(
+  dataSource: DataSource,
+  config: AppConfig,
+  audit: AuditService,
+  // Without insights only for the benchmark's comparison of the computation's cost.
+  options: { insights?: boolean } = {},
+): RollupsService {
   // Nest's logger writes to stdout, which belongs to the command's output.
   Logger.overrideLogger(false);
   // Insights is a step of the computation, as in the server.
   const steps = new RollupSteps();
-  steps.register(new InsightsStep(new InsightComputationRepository(), steps, config));
+  if (options.insights ?? true)
+    steps.register(new InsightsStep(new InsightComputationRepository(), steps, config));
   const computation = new RollupComputationRepository(dataSource, steps);
   const rezone = new RezoneService(computation, new RezoneRepository(dataSource, steps), config, audit);
   // The CLI reads the primary.

@@ -20,6 +20,17 @@ type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
 const MAX_DOUBLE = '1.7976931348623157e308::numeric';
 
 /**
+ * The key of an id in insight_ids: the first 16 bytes of SHA-256 over the app's secret and the
+ * id. `secret` is an expression of the app's pii_secret.
+ */
+export function idKey(secret: string, id: string): string {
+  return `substring(sha256(${secret} || convert_to(${id}, 'UTF8')) FOR 16)`;
+}
+
+// The app's secret, as a CTE `k` of one row, for statements whose $1 is the app id.
+const SECRET_CTE = `k AS (SELECT pii_secret AS s FROM apps WHERE id = $1)`;
+
+/**
  * Two CTEs that turn `members` (the key columns `keys` and a dense number `no`) into one bitmap
  * per key, `<name>`: bit n is set when number n is a member. Built as hexadecimal text, a byte
  * per eight numbers, the gaps filled with zero bytes, so the cost follows the members, not the
@@ -64,22 +75,25 @@ export class InsightComputationRepository {
       ['s', 'session_id'],
     ]) {
       await runner.query(
-        `WITH fresh AS (
-           SELECT DISTINCT e.${column} AS id FROM events e
+        `WITH ${SECRET_CTE},
+         fresh AS (
+           SELECT DISTINCT ${idKey('k.s', `e.${column}`)} AS key FROM events e CROSS JOIN k
             WHERE e.app_id = $1 AND e.ts >= $2 AND e.ts < $3 AND e.${column} IS NOT NULL
-              AND NOT EXISTS (SELECT 1 FROM insight_ids i
-                               WHERE i.app_id = $1 AND i.kind = $4::"char" AND i.id = e.${column})
-         ), n AS (SELECT count(*)::int AS n FROM fresh),
+         ), todo AS (
+           SELECT f.key FROM fresh f
+            WHERE NOT EXISTS (SELECT 1 FROM insight_ids i
+                               WHERE i.app_id = $1 AND i.kind = $4::"char" AND i.key = f.key)
+         ), n AS (SELECT count(*)::int AS n FROM todo),
          counter AS (
            INSERT INTO insight_counters (app_id, kind, next_no)
            SELECT $1, $4::"char", n FROM n WHERE n > 0
            ON CONFLICT (app_id, kind) DO UPDATE SET next_no = insight_counters.next_no + EXCLUDED.next_no
            RETURNING next_no
          )
-         INSERT INTO insight_ids (app_id, kind, id, no)
-         SELECT $1, $4::"char", id,
-                (SELECT next_no FROM counter) - (SELECT n FROM n) + (row_number() OVER (ORDER BY id))::int - 1
-           FROM fresh`,
+         INSERT INTO insight_ids (app_id, kind, key, no)
+         SELECT $1, $4::"char", key,
+                (SELECT next_no FROM counter) - (SELECT n FROM n) + (row_number() OVER (ORDER BY key))::int - 1
+           FROM todo`,
         [appId, new Date(day.start), new Date(day.end), kind],
       );
     }
@@ -103,10 +117,13 @@ export class InsightComputationRepository {
   async writeDayUsers(runner: Sql, appId: string, day: InsightDay): Promise<void> {
     const rollups = day.rezone ? 'rollups_rezone' : 'rollups';
     await runner.query(
-      `WITH ev AS (
+      `WITH ${SECRET_CTE},
+       ev AS (
          SELECT e.is_test_mode, e.event_name::text AS event_name, i.no
            FROM events e
-           JOIN insight_ids i ON i.app_id = $1 AND i.kind = 'u' AND i.id = e.anonymous_user_id
+          CROSS JOIN k
+           JOIN insight_ids i
+             ON i.app_id = $1 AND i.kind = 'u' AND i.key = ${idKey('k.s', 'e.anonymous_user_id')}
           WHERE e.app_id = $1 AND e.ts >= $4 AND e.ts < $5
        ), members AS (
          SELECT DISTINCT is_test_mode, ''::text AS name, no FROM ev
@@ -147,11 +164,15 @@ export class InsightComputationRepository {
       }),
     );
     await runner.query(
-      `WITH ev AS (
+      `WITH ${SECRET_CTE},
+       ev AS (
          SELECT e.is_test_mode, e.float_value, u.no AS uno, s.no AS sno, d.dim, d.value
            FROM events e
-           LEFT JOIN insight_ids u ON u.app_id = $1 AND u.kind = 'u' AND u.id = e.anonymous_user_id
-           LEFT JOIN insight_ids s ON s.app_id = $1 AND s.kind = 's' AND s.id = e.session_id
+          CROSS JOIN k
+           LEFT JOIN insight_ids u
+             ON u.app_id = $1 AND u.kind = 'u' AND u.key = ${idKey('k.s', 'e.anonymous_user_id')}
+           LEFT JOIN insight_ids s
+             ON s.app_id = $1 AND s.kind = 's' AND s.key = ${idKey('k.s', 'e.session_id')}
           CROSS JOIN LATERAL unnest(${namesParam}, ARRAY[${exprs.join(', ')}]) AS d(dim, value)
           WHERE e.app_id = $1 AND e.ts >= $4 AND e.ts < $5
        ), ranked AS (
@@ -234,7 +255,9 @@ export class InsightComputationRepository {
           );
         }
         await runner.query(
-          `DELETE FROM insight_ids WHERE app_id = $1 AND kind = 'u' AND id = ANY($2::text[])`,
+          `WITH ${SECRET_CTE}
+           DELETE FROM insight_ids WHERE app_id = $1 AND kind = 'u'
+              AND key IN (SELECT ${idKey('k.s', 'u')} FROM k, unnest($2::text[]) AS u)`,
           [appId, userIds],
         );
       }
@@ -255,7 +278,9 @@ export class InsightComputationRepository {
     userIds: string[],
   ): Promise<{ bits: string; pad: number } | null> {
     const rows = (await runner.query(
-      `SELECT no FROM insight_ids WHERE app_id = $1 AND kind = 'u' AND id = ANY($2::text[])`,
+      `WITH ${SECRET_CTE}
+       SELECT no FROM insight_ids WHERE app_id = $1 AND kind = 'u'
+          AND key IN (SELECT ${idKey('k.s', 'u')} FROM k, unnest($2::text[]) AS u)`,
       [appId, userIds],
     )) as { no: number }[];
     if (!rows.length) return null;

@@ -1,4 +1,4 @@
-import { ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { applyDecorators } from '@nestjs/common';
 import { Transform } from 'class-transformer';
 import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
@@ -93,8 +93,7 @@ const DimensionFilter = (name: string) =>
   );
 
 export class BreakdownQueryDto extends InsightRangeQueryDto {
-  @ApiPropertyOptional({
-    required: true,
+  @ApiProperty({
     example: 'appVersion',
     description:
       'The dimension: eventName, platform, appVersion, osVersion, deviceModel, locale, or payload.<key> for a ' +

@@ -27,7 +27,13 @@ const BEYOND_SCHEMA_EVENT_CODES = new Set([
 // Request-level rejections beyond the schema: a forged or foreign cursor, a range that is
 // empty or too long, parameters that exclude each other.
 // A tracking plan whose JSON Schemas do not compile, or a malformed If-Match.
-const BEYOND_SCHEMA_REQUEST_CODES = new Set(['invalid_cursor', 'invalid_plan', 'invalid_header']);
+// A breakdown dimension the app did not declare.
+const BEYOND_SCHEMA_REQUEST_CODES = new Set([
+  'invalid_cursor',
+  'invalid_plan',
+  'invalid_header',
+  'unknown_dimension',
+]);
 
 /**
  * Tests that send requests the document cannot judge, on purpose: hostile or random input,
@@ -49,6 +55,8 @@ export const EXEMPT_TESTS: readonly string[] = [
   // Instants, from before to, the export horizon (it moves with the clock), ids of the app.
   'GET /api/v1/export errors 400 ',
   'rollups query validation: 400 invalid_query ',
+  // The same range rules, and window only with interval=day.
+  'insights: erasure, zone changes and the value bound errors GET /api/v1/',
   'tracking plans GET /api/v1/plan/quality 400 for a bad range, 403 without plans:read',
   'hardening instants moved out of range by their offset ',
   'the deletions feed gives downstream copies the userKeys to delete refuses a bad since',

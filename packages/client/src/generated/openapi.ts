@@ -2045,7 +2045,7 @@ export interface operations {
                 eventName?: string;
                 testMode?: "false" | "true" | "all";
                 /** @description The dimension: eventName, platform, appVersion, osVersion, deviceModel, locale, or payload.<key> for a key the app declared (`tally apps set-dimensions`). Anything else is 400 `unknown_dimension`. */
-                by?: string;
+                by: string;
                 interval?: "total" | "day";
                 /** @description The values with the most events (per day with interval=day); the rest is one `other` row. */
                 limit?: number;
