@@ -1,38 +1,24 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { chromium } from 'playwright-core';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import { RollupsService } from '@app/rollups/rollups.service';
 import { RezoneService } from '@app/rollups/rezone.service';
 import { makeApiKey, makeApp, makeTenant } from '../factories';
 import { startTestApp, TestApp } from '../support/test-app';
+import {
+  chartValues,
+  DAY_MS,
+  eventually,
+  launchBrowser,
+  openPage as open,
+  SCREENSHOTS,
+  shown,
+  signIn,
+  tableRows,
+} from './browser-support';
 
-// Driven by test/browser/run.mjs, which finds the browser and passes its path.
-const BROWSER = process.env.TALLY_CHROMIUM ?? '';
-const SCREENSHOTS = path.join(__dirname, 'screenshots');
-const DAY_MS = 86_400_000;
 const AXE_SOURCE = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-
-/** Retries `read` until `check` passes or the time is up, then lets the last failure speak. */
-async function eventually<T>(
-  read: () => Promise<T>,
-  check: (value: T) => void,
-  timeoutMs = 8_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    try {
-      check(value);
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 interface Rollup {
   date: string;
@@ -45,17 +31,11 @@ interface Rollup {
   final: boolean;
 }
 
-/** What a page reported: console errors, uncaught exceptions and CSP violations. */
-interface PageLog {
-  consoleErrors: string[];
-  cspViolations: string[];
-}
-
 describe('dashboard in Chromium', () => {
   let t: TestApp;
   let base: string;
+  let browser: Awaited<ReturnType<typeof launchBrowser>>;
   let context: BrowserContext;
-  let profile: string;
   let tenant: Awaited<ReturnType<typeof makeTenant>>;
   let emptyApp: { id: string; name: string };
   let apiKey: string;
@@ -75,56 +55,23 @@ describe('dashboard in Chromium', () => {
     return (await res.json()) as Rollup[];
   };
 
-  async function openPage(): Promise<{ page: Page; log: PageLog }> {
-    const page = await context.newPage();
-    const log: PageLog = { consoleErrors: [], cspViolations: [] };
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') log.consoleErrors.push(`${msg.text()} ${msg.location().url}`);
-    });
-    page.on('pageerror', (err) => log.consoleErrors.push(`uncaught: ${err.message}`));
-    await page.exposeFunction('__reportCsp', (text: string) => log.cspViolations.push(text));
-    const res = await page.goto(`${base}/dashboard`);
-    expect(res?.status()).toBe(200);
-    return { page, log };
-  }
+  const openPage = () => open(context, base);
 
-  async function signIn(page: Page, key: string): Promise<void> {
-    await page.getByLabel('API key', { exact: true }).fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-  }
-
-  const tableRows = (page: Page, id: string) =>
-    page.$$eval(`#${id} tbody tr`, (trs) =>
-      trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
-    );
-
-  const fmt = (n: number | undefined) =>
-    n === undefined ? '–' : Number.isInteger(n) ? String(n) : n.toFixed(2);
   const expectedRow = (r: Rollup) => [
     r.date,
     r.eventName ?? 'All events',
-    String(r.events),
-    String(r.uniqueUsers),
-    String(r.uniqueSessions),
-    r.floatValue ? String(r.floatValue.count) : '–',
-    fmt(r.floatValue?.sum),
-    fmt(r.floatValue?.min),
-    fmt(r.floatValue?.max),
-    fmt(r.floatValue?.avg),
+    shown(r.events),
+    shown(r.uniqueUsers),
+    shown(r.uniqueSessions),
+    shown(r.floatValue?.count),
+    shown(r.floatValue?.sum),
+    shown(r.floatValue?.min),
+    shown(r.floatValue?.max),
+    shown(r.floatValue?.avg),
     r.final ? 'final' : 'open',
   ];
 
-  async function chartValues(page: Page, id: string): Promise<Record<string, number>> {
-    const { days, values } = await page.$eval(`#${id}`, (el) => ({
-      days: (el as HTMLElement).dataset.days ?? '',
-      values: (el as HTMLElement).dataset.values ?? '',
-    }));
-    const v = values.split(',').map(Number);
-    return Object.fromEntries(days.split(',').map((d, i) => [d, v[i]]));
-  }
-
   beforeAll(async () => {
-    if (!BROWSER) throw new Error('TALLY_CHROMIUM is not set: run these tests through test/browser/run.mjs');
     // The page polls with the same key the test reads with: lift the per-key read limits, which
     // have their own tests, so that a poll running beside the test's read is never turned away.
     t = await startTestApp({
@@ -165,38 +112,12 @@ describe('dashboard in Chromium', () => {
     );
     await t.app.get(RollupsService).compute({ appId: tenant.appId });
 
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'tally-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: BROWSER,
-      headless: true,
-      acceptDownloads: true,
-      viewport: { width: 1280, height: 900 },
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    // Every CSP violation the page meets is reported back to the test.
-    await context.addInitScript(() => {
-      document.addEventListener('securitypolicyviolation', (e) => {
-        const report = (window as unknown as { __reportCsp?: (s: string) => void }).__reportCsp;
-        report?.(
-          `${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile}:${e.lineNumber})`,
-        );
-      });
-    });
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    browser = await launchBrowser();
+    context = browser.context;
   });
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) fs.rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     await t?.close();
   });
 
@@ -381,9 +302,19 @@ describe('dashboard in Chromium', () => {
     let inFlight = 0;
     let most = 0;
     const rollupQueries: URLSearchParams[] = [];
+    // The board reads the rollups, then the active users and the breakdown, one after another.
+    const lastBoardRead = new Map<string, URLSearchParams>();
+    let lastBoardPath = '';
+    let boardInFlight = 0;
     await page.route('**/api/v1/**', async (route) => {
       const url = new URL(route.request().url());
+      const board = url.pathname !== '/api/v1/events' && url.pathname !== '/api/v1/key';
       if (url.pathname === '/api/v1/rollups') rollupQueries.push(url.searchParams);
+      if (board) {
+        lastBoardRead.set(url.pathname, url.searchParams);
+        lastBoardPath = url.pathname;
+        boardInFlight++;
+      }
       inFlight++;
       most = Math.max(most, inFlight);
       await new Promise((r) => setTimeout(r, 300));
@@ -391,6 +322,7 @@ describe('dashboard in Chromium', () => {
         await route.continue();
       } finally {
         inFlight--;
+        if (board) boardInFlight--;
       }
     });
     await signIn(page, apiKey);
@@ -402,17 +334,32 @@ describe('dashboard in Chromium', () => {
     await testData.uncheck();
     await page.getByLabel('App', { exact: true }).selectOption(emptyApp.id);
     await testData.check();
+    const lastReads = () =>
+      ['/api/v1/rollups', '/api/v1/active-users', '/api/v1/breakdown'].map((p) => [
+        p,
+        lastBoardRead.get(p)?.get('appId'),
+        lastBoardRead.get(p)?.get('testMode'),
+      ]);
+    const settled = ['/api/v1/rollups', '/api/v1/active-users', '/api/v1/breakdown'].map((p) => [
+      p,
+      emptyApp.id,
+      'true',
+    ]);
+    // Settled: the breakdown, the last read of a round, has answered for the last choice.
     await eventually(
-      async () => ({ inFlight, last: rollupQueries.at(-1) }),
-      ({ inFlight: now, last }) => {
+      async () => ({ boardInFlight, last: lastBoardPath, reads: lastReads() }),
+      ({ boardInFlight: now, last, reads }) => {
         expect(now).toBe(0);
-        expect(last?.get('appId')).toBe(emptyApp.id);
-        expect(last?.get('testMode')).toBe('true');
+        expect(last).toBe('/api/v1/breakdown');
+        expect(reads).toEqual(settled);
       },
+      15_000,
     );
-    // The last rollups read ran after the last change, and nothing was refused.
+    // The last reads ran after the last change, no other round followed, and nothing was refused.
     await new Promise((r) => setTimeout(r, 700));
-    expect(inFlight).toBe(0);
+    expect(boardInFlight).toBe(0);
+    expect(lastBoardPath).toBe('/api/v1/breakdown');
+    expect(lastReads()).toEqual(settled);
     expect(most).toBeLessThanOrEqual(2);
     expect(rollupQueries.at(-1)?.get('appId')).toBe(emptyApp.id);
     expect(rollupQueries.at(-1)?.get('testMode')).toBe('true');

@@ -39,6 +39,12 @@ export type KeyInfo = Schemas['KeyInfoDto'];
 export type Rollup = Schemas['RollupRecordDto'];
 /** One stored event as GET /api/v1/events returns it. */
 export type EventRecord = Schemas['EventRecordDto'];
+/** An app of GET /api/v1/key, with the payload keys it declared as breakdown dimensions. */
+export type KeyApp = Schemas['KeyAppDto'];
+/** One bucket of GET /api/v1/active-users: the distinct users of the local days [start, end]. */
+export type ActiveUsersRow = Schemas['ActiveUsersRowDto'];
+/** One row of GET /api/v1/breakdown; `value: null` is the events that lack the field. */
+export type BreakdownRow = Schemas['BreakdownRowDto'];
 
 function scopeFromChallenge(header: string | null): string | undefined {
   const match = header ? /scope="([^"]+)"/.exec(header) : null;
@@ -108,7 +114,7 @@ export function describeProblem(p: Problem, signedIn = true): string {
         : `The key was refused (401): it is mistyped, revoked or expired. ${paste} a valid API key.`;
     case 403:
       if (p.code === 'insufficient_scope') {
-        return `The key lacks the scope ${p.requiredScope ?? 'this view needs'} (403). Issue a key with it, e.g. npm run cli -- keys create-api --app <appId> --scope ${p.requiredScope ?? 'rollups:read'}.`;
+        return `The key lacks the scope ${p.requiredScope ?? 'this view needs'} (403). Issue a key with it, e.g. node_modules/.bin/tally keys create-api --app <appId> --scope ${p.requiredScope ?? 'rollups:read'}.`;
       }
       return 'The key has no access to this app (403).';
     case 429:
@@ -118,6 +124,19 @@ export function describeProblem(p: Problem, signedIn = true): string {
     default:
       return `The request failed (${p.status} ${p.code}): ${p.detail}`;
   }
+}
+
+/**
+ * A lane that runs the tasks given to it one after another, in the order given. The board's reads
+ * (rollups, active users, breakdown) share one lane, so that together they hold one read at most.
+ */
+export function serialLane(): <T>(task: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(task: () => Promise<T>) => {
+    const run = tail.then(task, task);
+    tail = run.catch(() => undefined);
+    return run;
+  };
 }
 
 /**

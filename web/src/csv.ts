@@ -1,4 +1,5 @@
 import type { Rollup } from './api';
+import { plainNumber } from './format';
 
 const HEADER = [
   'date',
@@ -49,10 +50,10 @@ export function rollupsCsv(rows: Rollup[]): string {
         r.uniqueUsers,
         r.uniqueSessions,
         f?.count ?? null,
-        f?.sum ?? null,
+        f ? plainNumber(f.sum) : null,
         f?.min ?? null,
         f?.max ?? null,
-        f?.avg ?? null,
+        f ? plainNumber(f.avg) : null,
         r.final,
       ]
         .map(csvCell)

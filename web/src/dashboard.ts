@@ -27,7 +27,14 @@ function findElements() {
     testMode: $<HTMLInputElement>('test-mode'),
     refresh: $<HTMLButtonElement>('refresh'),
     empty: $<HTMLDivElement>('empty'),
+    emptyTitle: $<HTMLHeadingElement>('empty-title'),
+    emptyHint: $<HTMLParagraphElement>('empty-hint'),
     curl: $<HTMLElement>('curl'),
+    activeNote: $<HTMLParagraphElement>('active-note'),
+    filters: $<HTMLDivElement>('filters'),
+    breakdownBy: $<HTMLSelectElement>('breakdown-by'),
+    breakdownNote: $<HTMLParagraphElement>('breakdown-note'),
+    breakdown: $<HTMLTableElement>('breakdown-table'),
     charts: $<HTMLDivElement>('charts'),
     rows: $<HTMLTableElement>('rows'),
     topEvents: $<HTMLTableElement>('top-events'),
@@ -42,18 +49,24 @@ export type Elements = ReturnType<typeof findElements>;
 
 export interface Dashboard {
   ui: Elements;
-  charts: { events: DailyChart; users: DailyChart; sessions: DailyChart };
+  charts: { events: DailyChart; users: DailyChart; sessions: DailyChart; active: DailyChart };
   dataQuality: DataQualityView;
   state: {
     key: KeyInfo | null;
     rollups: Rollup[];
     shown: Rollup[];
     days: string[];
+    /** Equality filters on built-in dimensions other than eventName (the event picker is that one). */
+    filters: Record<string, string>;
     liveTimer: number | undefined;
     retryTimer: number | undefined;
   };
   /** Reads the rollups of the current choice; at most one read in flight, the last choice wins. */
   loadRollups: () => Promise<void>;
+  /** Reads the active users and the breakdown again, after the rollups' lane. */
+  loadInsights: () => Promise<void>;
+  /** Reads the breakdown again, after the rollups' lane. */
+  loadBreakdown: () => Promise<void>;
   /** Reads the live feed once; at most one read in flight. */
   pollLive: () => Promise<void>;
 }
@@ -67,10 +80,25 @@ export function createDashboard(): Dashboard {
       events: new DailyChart($('chart-events'), 'Events'),
       users: new DailyChart($('chart-users'), 'Unique users'),
       sessions: new DailyChart($('chart-sessions'), 'Unique sessions'),
+      active: new DailyChart($('chart-active'), [
+        { label: 'Daily', key: 'daily', color: '--series' },
+        { label: 'Weekly (7 days)', key: 'weekly', color: '--series-2' },
+        { label: 'Monthly (28 days)', key: 'monthly', color: '--series-3' },
+      ]),
     },
     dataQuality: new DataQualityView(ui.board),
-    state: { key: null, rollups: [], shown: [], days: [], liveTimer: undefined, retryTimer: undefined },
+    state: {
+      key: null,
+      rollups: [],
+      shown: [],
+      days: [],
+      filters: {},
+      liveTimer: undefined,
+      retryTimer: undefined,
+    },
     loadRollups: () => Promise.resolve(),
+    loadInsights: () => Promise.resolve(),
+    loadBreakdown: () => Promise.resolve(),
     pollLive: () => Promise.resolve(),
   };
 }

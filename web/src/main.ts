@@ -1,6 +1,7 @@
-import { singleFlight, storedKey } from './api';
+import { serialLane, singleFlight, storedKey } from './api';
 import { localDaysAgo, localToday, watchAppZone } from './app-zone';
 import { createDashboard, Dashboard } from './dashboard';
+import { fetchBreakdown, fetchInsights, renderFilters } from './insights';
 import { fetchLive, liveRunning, startLive } from './live';
 import { downloadCsv, fetchRollups, render } from './rollups-view';
 import { signIn, signOut } from './session';
@@ -13,6 +14,7 @@ function wireControls(d: Dashboard): void {
   });
   ui.app.addEventListener('change', () => {
     ui.event.value = '';
+    d.state.filters = {};
     void d.loadRollups();
     startLive(d);
   });
@@ -30,8 +32,11 @@ function wireControls(d: Dashboard): void {
   ui.to.addEventListener('change', () => void d.loadRollups());
   ui.event.addEventListener('change', () => {
     render(d);
+    renderFilters(d);
+    void d.loadInsights();
     if (liveRunning(d)) void d.pollLive();
   });
+  ui.breakdownBy.addEventListener('change', () => void d.loadBreakdown());
   ui.testMode.addEventListener('change', () => {
     void d.loadRollups();
     void d.pollLive();
@@ -60,7 +65,11 @@ function wire(d: Dashboard): void {
 /** Starts the dashboard on this page: wires the controls and signs in with the tab's key, if any. */
 export function mount(): void {
   const d = createDashboard();
-  d.loadRollups = singleFlight(() => fetchRollups(d));
+  // The board's reads share one lane: with the live feed's, at most two reads are in flight.
+  const lane = serialLane();
+  d.loadRollups = singleFlight(() => lane(() => fetchRollups(d)));
+  d.loadInsights = singleFlight(() => lane(() => fetchInsights(d)));
+  d.loadBreakdown = singleFlight(() => lane(() => fetchBreakdown(d)));
   d.pollLive = singleFlight(() => fetchLive(d));
   wire(d);
   watchAppZone(d.ui.app, () => d.state.key);

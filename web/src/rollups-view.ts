@@ -1,28 +1,15 @@
 import type { Rollup } from './api';
-import { localDaysAgo, localToday } from './app-zone';
+import { localToday } from './app-zone';
 import { rollupsCsv } from './csv';
-import { cellsRow, clearMessage, Dashboard, fail, showMessage } from './dashboard';
+import { cellsRow, clearMessage, Dashboard, fail } from './dashboard';
 import { daysBetween } from './dates';
+import { formatNumber } from './format';
+import { fetchInsights } from './insights';
+import { rangeParams } from './range';
 import { fetchAllRollups, renderTopEvents, topEvents } from './top-events';
 
 // Rows past this many are left to the CSV: a page of tens of thousands of rows is not readable.
 const TABLE_LIMIT = 1_000;
-
-function rangeParams(d: Dashboard): { params: Record<string, string>; from: string; to: string } | null {
-  const { ui } = d;
-  const today = localToday();
-  if (ui.range.value !== 'custom') {
-    const n = Number(ui.range.value);
-    return { params: { range: `${n}d` }, from: localDaysAgo(n), to: today };
-  }
-  const from = ui.from.value;
-  const to = ui.to.value || today;
-  if (!from) {
-    showMessage(d, 'Choose a start date for the custom range.');
-    return null;
-  }
-  return { params: { fromDate: from, toDate: to }, from, to };
-}
 
 /** One read of the rollups of the chosen app, range and test mode, then the view of them. */
 export async function fetchRollups(d: Dashboard): Promise<void> {
@@ -48,6 +35,7 @@ export async function fetchRollups(d: Dashboard): Promise<void> {
   render(d);
   renderTopEvents(ui.topEvents, state.rollups);
   void d.dataQuality.load(state.key, appId, range.from, range.to);
+  await fetchInsights(d);
 }
 
 function fillEventPicker(d: Dashboard): void {
@@ -66,7 +54,14 @@ function fillEventPicker(d: Dashboard): void {
       return option;
     }),
   );
-  picker.value = names.includes(chosen) ? chosen : '';
+  // A name picked (or clicked in the breakdown) stays picked even when it is not among the top ones.
+  if (chosen && !names.includes(chosen)) {
+    const option = document.createElement('option');
+    option.value = chosen;
+    option.textContent = chosen;
+    picker.append(option);
+  }
+  picker.value = chosen;
 }
 
 /** Draws the charts and the table of the rows read, for the picked event. */
@@ -79,28 +74,32 @@ export function render(d: Dashboard): void {
   const plotted = state.rollups.filter((r) => r.eventName === name);
   state.shown = name === null ? state.rollups : plotted;
   const byDay = new Map(plotted.map((r) => [r.date, r]));
+  // A day is open while its row is not final; a day with no row is open only if it is today.
+  const today = localToday();
+  const open = days.map((day) => {
+    const row = byDay.get(day);
+    return row ? !row.final : day >= today;
+  });
   const series = (pick: (r: Rollup) => number) => ({
     days,
-    values: days.map((day) => {
-      const row = byDay.get(day);
-      return row ? pick(row) : 0;
-    }),
+    open,
+    values: [
+      days.map((day) => {
+        const row = byDay.get(day);
+        return row ? pick(row) : 0;
+      }),
+    ],
   });
   const empty = state.rollups.length === 0;
   ui.empty.hidden = !empty;
   ui.charts.hidden = empty;
-  if (empty) ui.curl.textContent = curlLine();
+  if (empty) showEmpty(d);
   else {
     charts.events.render(series((r) => r.events));
     charts.users.render(series((r) => r.uniqueUsers));
     charts.sessions.render(series((r) => r.uniqueSessions));
   }
   renderTable(d);
-}
-
-function fmt(n: number | undefined): string {
-  if (n === undefined) return '–';
-  return Number.isInteger(n) ? String(n) : n.toFixed(2);
 }
 
 function noteRow(text: string): HTMLTableRowElement {
@@ -119,14 +118,14 @@ function rollupRow(r: Rollup): HTMLTableRowElement {
     [
       r.date,
       r.eventName ?? 'All events',
-      r.events,
-      r.uniqueUsers,
-      r.uniqueSessions,
-      f ? f.count : '–',
-      fmt(f?.sum),
-      fmt(f?.min),
-      fmt(f?.max),
-      fmt(f?.avg),
+      formatNumber(r.events),
+      formatNumber(r.uniqueUsers),
+      formatNumber(r.uniqueSessions),
+      formatNumber(f?.count),
+      formatNumber(f?.sum),
+      formatNumber(f?.min),
+      formatNumber(f?.max),
+      formatNumber(f?.avg),
     ],
     new Set([2, 3, 4, 5, 6, 7, 8, 9]),
   );
@@ -159,10 +158,23 @@ function renderTable(d: Dashboard): void {
   );
 }
 
-function curlLine(): string {
+/**
+ * The empty state. Test data is what the app's test key (`tly_test_…`) sends, so with "Test data"
+ * on, the hint names that key; otherwise the live key (`tly_live_…`).
+ */
+function showEmpty(d: Dashboard): void {
+  const test = d.ui.testMode.checked;
+  d.ui.emptyTitle.textContent = test ? 'No test events in this range yet' : 'No events in this range yet';
+  d.ui.emptyHint.textContent = test
+    ? "Test data is what the app's test key (tly_test_…) sends; the live key's events are not in it. Send a first event with the test key, then refresh in a minute, once the rollups have run:"
+    : "Send a first event with the app's live ingest key (tly_live_…), then refresh in a minute, once the rollups have run:";
+  d.ui.curl.textContent = curlLine(test ? 'tly_test_…' : 'tly_live_…');
+}
+
+function curlLine(key: string): string {
   return [
     `curl -X POST ${location.origin}/api/ingest \\`,
-    `  -H 'Authorization: Bearer tly_live_…' \\`,
+    `  -H 'Authorization: Bearer ${key}' \\`,
     `  -H 'Content-Type: application/json' \\`,
     `  -d '{"events":[{"eventName":"App.opened"}]}'`,
   ].join('\n');

@@ -50,6 +50,7 @@ export function signOut(d: Dashboard): void {
   window.clearTimeout(state.retryTimer);
   state.key = null;
   state.rollups = [];
+  state.filters = {};
   ui.board.hidden = true;
   ui.signOut.hidden = true;
   ui.keyLabel.hidden = true;
@@ -57,6 +58,7 @@ export function signOut(d: Dashboard): void {
   ui.refresh.disabled = false;
   ui.rows.tBodies[0].replaceChildren();
   ui.live.tBodies[0].replaceChildren();
+  ui.breakdown.tBodies[0].replaceChildren();
   showMessage(d, 'Signed out. The key was removed from this tab.', 'info');
   ui.keyInput.focus();
 }
