@@ -63,6 +63,13 @@ describe('IngestCpuBudgets turns', () => {
     expect(() => b.admit('k')).toThrow(expect.objectContaining({ code: 'rate_limited' }));
   });
 
+  it('charges the quarantine rows a request writes, 0.05 ms each, beside its own CPU', () => {
+    const meter = new CpuMeter();
+    meter.chargeBody(128 * 1024);
+    meter.chargeQuarantineRows(1000);
+    expect(meter.ms).toBeCloseTo(1 + 50, 6);
+  });
+
   it('a meter without a key has no turn to wait for', async () => {
     const meter = new CpuMeter();
     await expect(meter.beginTurn()).resolves.toBeUndefined();

@@ -196,7 +196,10 @@ export class IngestService {
     }
     if (!dryRun) {
       await this.settle(appId, receivedAt, validator, batch.gate, accepted, duplicates, testMode, options);
-      if (kept.length) await this.keepRejected(appId, receivedAt, validator, kept, batch.secret, testMode);
+      if (kept.length) {
+        cpu.chargeQuarantineRows(kept.length);
+        await this.keepRejected(appId, receivedAt, validator, kept, batch.secret, testMode);
+      }
     }
     return {
       received: batch.events.length,
