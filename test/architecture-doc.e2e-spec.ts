@@ -38,4 +38,13 @@ describe('docs/architecture.md', () => {
     expect([...lint.folders].sort()).toEqual(folders);
     expect([...lint.allowed].sort()).toEqual(folders);
   });
+
+  it('gives one account of the allowed imports', () => {
+    const doc = fs.readFileSync(path.join(ROOT, 'docs', 'architecture.md'), 'utf8');
+    const section = doc.slice(
+      doc.indexOf('### Allowed imports'),
+      doc.indexOf('```mermaid', doc.indexOf('### Allowed imports')),
+    );
+    expect(section.match(/Feature modules stand side by side/g)).toHaveLength(1);
+  });
 });
