@@ -2,35 +2,16 @@ import { SENT_FIELD_NAMES } from '@app/common/events/event-fields';
 import { normaliseLocale, normaliseTimezone } from './context-formats';
 import { EventIssues, type LaterIssue } from './event-issues';
 import { EVENT_LIMITS } from './ingest.limits';
-import type { SuppressionMatcher } from '@app/common/suppressions/user-suppressions';
-import type { AcceptedEvent, EventErrorCode, EventWarningCode, Payload, PiiPolicy } from './ingest.types';
+import type { AcceptedEvent, EventErrorCode, EventWarningCode, Payload } from './ingest.types';
+import type { EventRules } from './event-rules';
 import { jsonByteLength } from './json-size';
 import { PayloadRules } from './payload-rules';
 import { TimeAndIdentity } from './time-and-identity';
 import { KNOWN_KEY_BOUND, SCALAR_BOUND, fieldName, stringBound } from './text-rules';
 
 export type { LaterIssue } from './event-issues';
+export type { EventRules } from './event-rules';
 export { scanText, TEXT_CONTROL, TEXT_OK, TEXT_TOO_LONG, TEXT_UNSTORABLE } from './text-rules';
-
-/** What the per-event rules need to know about the request. */
-export interface EventRules {
-  /** The request's receive time, epoch ms. */
-  receivedAt: number;
-  /** Added to every `eventTime` (the client clock correction); 0 for none. */
-  skewMs: number;
-  /** Effective times before this are `event_too_old`. */
-  oldestTs: number;
-  maxEventBytes: number;
-  piiPolicy: PiiPolicy;
-  /** A test key makes every event a test event. */
-  forceTestMode: boolean;
-  /** Replaces an email or phone user id with a stable pseudonym. */
-  pseudonymise(kind: 'email' | 'phone', value: string): string;
-  /** The most errors, and the most warnings, the response lists; all are counted. Default: all. */
-  maxIssuesListed?: number;
-  /** The app's suppressed users (matched on the stored user id); null or absent when none. */
-  suppressed?: SuppressionMatcher | null;
-}
 
 // The fields an event may carry (EVENT_FIELDS), and privacyMode, which is read but not stored.
 const KNOWN_FIELDS = new Set<string>([...SENT_FIELD_NAMES, 'privacyMode']);

@@ -2,7 +2,7 @@ import type { EventIssues } from './event-issues';
 import { FUTURE_TOLERANCE_MS } from './ingest.limits';
 import type { AcceptedEvent } from './ingest.types';
 import { identifierKind } from './pii';
-import type { EventRules } from './event-validator';
+import type { EventRules } from './event-rules';
 
 /**
  * The rules that apply to an event whose fields passed: its effective time (the client clock

@@ -3,7 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, QueryRunner } from 'typeorm';
 import { ADVISORY_LOCKS } from '@app/database/advisory-locks';
 import { sqlState } from '@app/database/transient-error';
-import { RollupSteps } from './rollup-steps';
+import { RollupSteps, type LocalDayTarget } from './rollup-steps';
+
+export type { LocalDayTarget } from './rollup-steps';
 
 export const ROLLUP_LOCK_ID = ADVISORY_LOCKS.rollups;
 // SQLSTATE of a lock wait that ran past lock_timeout.
@@ -21,17 +23,6 @@ export interface AppDay {
   day: string;
   /** The IANA zone that names `day` (dirty marks and stored rows carry theirs). */
   zone?: string;
-}
-
-/** One local day to compute: its instants [start, end) and where its rows go. */
-export interface LocalDayTarget {
-  day: string;
-  zone: string;
-  /** Epoch ms. */
-  start: number;
-  end: number;
-  /** `rezone`: the new set of a zone change, built beside the served one (rollups_rezone). */
-  set: 'served' | 'rezone';
 }
 
 /**

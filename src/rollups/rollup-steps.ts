@@ -1,6 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
-import type { LocalDayTarget } from './rollup-computation.repository';
+
+/** One local day to compute: its instants [start, end) and where its rows go. */
+export interface LocalDayTarget {
+  day: string;
+  zone: string;
+  /** Epoch ms. */
+  start: number;
+  end: number;
+  /** `rezone`: the new set of a zone change, built beside the served one (rollups_rezone). */
+  set: 'served' | 'rezone';
+}
 
 /**
  * Data derived from an app's events day by day, kept in step with the rollups: another feature
