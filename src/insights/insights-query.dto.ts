@@ -1,9 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { applyDecorators } from '@nestjs/common';
 import { Transform } from 'class-transformer';
-import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
-import { IsRealDate, HasNoControlCharacters } from '@app/common/reads/query-validators';
-import { AppIdParam, EventNameParam, TestModeParam, TestModeFilter } from '@app/common/reads/query-params';
+import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { HasNoControlCharacters } from '@app/common/reads/query-validators';
+import { DayRangeQueryDto } from '@app/common/reads/day-range-query.dto';
 import { NO_CONTROL_CHARACTERS_PATTERN } from '@app/common/control-characters';
 
 export const ACTIVE_USER_INTERVALS = ['day', 'week', 'month', 'total'] as const;
@@ -11,42 +11,7 @@ export type ActiveUserInterval = (typeof ACTIVE_USER_INTERVALS)[number];
 export const BREAKDOWN_INTERVALS = ['total', 'day'] as const;
 export type BreakdownInterval = (typeof BREAKDOWN_INTERVALS)[number];
 
-/** The range parameters of §6, shared by both insight endpoints. */
-class InsightRangeQueryDto {
-  @AppIdParam()
-  appId!: string;
-
-  @ApiPropertyOptional({ format: 'date', description: "First day, inclusive, in the app's time zone." })
-  @IsOptional()
-  @IsRealDate()
-  fromDate?: string;
-
-  @ApiPropertyOptional({
-    format: 'date',
-    description: "Last day, inclusive, in the app's time zone. Default: today there.",
-  })
-  @IsOptional()
-  @IsRealDate()
-  toDate?: string;
-
-  @ApiPropertyOptional({
-    pattern: '^[0-9]{1,3}d$',
-    example: '30d',
-    description: 'The last n days including today, n from 1 to 366. Not combinable with fromDate or toDate.',
-  })
-  @IsOptional()
-  @IsString()
-  @Matches(/^[1-9]\d{0,2}d$/, { message: 'range must look like 7d, with 1 to 366 days' })
-  range?: string;
-
-  @EventNameParam()
-  eventName?: string;
-
-  @TestModeParam()
-  testMode?: TestModeFilter;
-}
-
-export class ActiveUsersQueryDto extends InsightRangeQueryDto {
+export class ActiveUsersQueryDto extends DayRangeQueryDto {
   @ApiPropertyOptional({
     enum: ACTIVE_USER_INTERVALS,
     default: 'day',
@@ -92,7 +57,7 @@ const DimensionFilter = (name: string) =>
     HasNoControlCharacters(),
   );
 
-export class BreakdownQueryDto extends InsightRangeQueryDto {
+export class BreakdownQueryDto extends DayRangeQueryDto {
   @ApiProperty({
     example: 'appVersion',
     description:

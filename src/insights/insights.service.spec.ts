@@ -1,5 +1,6 @@
 import { AppError } from '@app/common/app-error';
-import { bucketsOf, resolveRange } from './insights.service';
+import { bucketsOf } from './insights.service';
+import { resolveRange } from '@app/common/reads/day-range';
 
 describe('bucketsOf', () => {
   it('clips ISO weeks (Monday first) and months to the range', () => {

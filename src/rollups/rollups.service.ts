@@ -6,8 +6,8 @@ import { utcDateString } from '@app/common/time';
 import { localDateString } from '@app/common/timezones';
 import { normaliseAppId, UUID } from '@app/common/ids';
 import { APP_CONFIG, ConfigSlice } from '@app/config/config';
-import { invalidQuery } from '@app/common/query-validation.pipe';
-import { addDays, daySpan } from '@app/common/reads/time-params';
+import { resolveRange } from '@app/common/reads/day-range';
+import { addDays } from '@app/common/reads/time-params';
 import { AppDay, RollupComputationRepository } from './rollup-computation.repository';
 import type { AuditActor } from '@app/audit/audit.types';
 import { RecomputeItem, RezoneService, ZoneChange } from './rezone.service';
@@ -47,9 +47,6 @@ export interface RollupsPage {
   /** Cursor of the next page, or null on the last one. */
   nextCursor: string | null;
 }
-
-export const DEFAULT_RANGE_DAYS = 30;
-export const MAX_SPAN_DAYS = 366;
 
 // How long the CLI waits for a scheduled run on another instance to let go of the lock.
 const COMPUTE_LOCK_WAIT_MS = 120_000;
@@ -107,41 +104,7 @@ export class RollupsService implements BeforeApplicationShutdown {
     const appId = normaliseAppId(query.appId);
     // Days, "today" included, are the app's local days.
     const today = localDateString(now, await this.rollups.servedZone(appId));
-    if (query.range !== undefined && (query.fromDate !== undefined || query.toDate !== undefined)) {
-      const field = query.fromDate !== undefined ? 'fromDate' : 'toDate';
-      throw invalidQuery([
-        { field: 'range', code: 'conflict', message: `range cannot be combined with ${field}` },
-      ]);
-    }
-    let fromDate: string;
-    let toDate: string;
-    if (query.range !== undefined) {
-      const days = Number(query.range.slice(0, -1));
-      if (days > MAX_SPAN_DAYS) {
-        throw invalidQuery([
-          { field: 'range', code: 'out_of_range', message: `range must be 1d to ${MAX_SPAN_DAYS}d` },
-        ]);
-      }
-      toDate = today;
-      fromDate = addDays(today, -(days - 1));
-    } else {
-      toDate = query.toDate ?? today;
-      fromDate = query.fromDate ?? addDays(toDate, -(DEFAULT_RANGE_DAYS - 1));
-    }
-    if (fromDate > toDate) {
-      throw invalidQuery([
-        { field: 'fromDate', code: 'invalid_range', message: 'fromDate must not be after toDate' },
-      ]);
-    }
-    if (daySpan(fromDate, toDate) > MAX_SPAN_DAYS) {
-      throw invalidQuery([
-        {
-          field: 'fromDate',
-          code: 'span_too_long',
-          message: `the range from fromDate to toDate spans more than ${MAX_SPAN_DAYS} days`,
-        },
-      ]);
-    }
+    const { fromDate, toDate } = resolveRange(query, today);
     return this.page(appId, query, {
       fromDate,
       toDate,
