@@ -629,6 +629,13 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
         .sort();
       expect(apiPaths).toEqual([
         '/api/ingest',
+        '/api/posthog/batch',
+        '/api/posthog/capture',
+        '/api/posthog/e',
+        '/api/posthog/i/v0/e',
+        '/api/segment/v1/{endpoint}',
+        '/api/v1/active-users',
+        '/api/v1/breakdown',
         '/api/v1/deletions',
         '/api/v1/deletions/{id}',
         '/api/v1/events',
@@ -648,6 +655,10 @@ describe('security review (OWASP API Security Top 10, 2023)', () => {
       expect(Object.keys(res.body.paths['/api/v1/key'])).toEqual(['get']);
       expect(Object.keys(res.body.paths['/api/v1/events'])).toEqual(['get']);
       expect(Object.keys(res.body.paths['/api/v1/rollups'])).toEqual(['get']);
+      expect(Object.keys(res.body.paths['/api/v1/active-users'])).toEqual(['get']);
+      expect(Object.keys(res.body.paths['/api/v1/breakdown'])).toEqual(['get']);
+      expect(Object.keys(res.body.paths['/api/segment/v1/{endpoint}'])).toEqual(['post']);
+      expect(Object.keys(res.body.paths['/api/posthog/batch'])).toEqual(['post']);
     });
   });
 
