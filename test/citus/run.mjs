@@ -40,6 +40,9 @@ const SUITES = [
   'test/audit.e2e-spec.ts',
   'test/revocation.e2e-spec.ts',
   'test/key-info.e2e-spec.ts',
+  'test/insights.e2e-spec.ts',
+  'test/insights-lifecycle.e2e-spec.ts',
+  'test/sdk-formats.e2e-spec.ts',
 ];
 
 // Tests of a single node's own mechanics, left out here: this one locks `rollups` on the server
