@@ -8,6 +8,7 @@ import { IngestRepository } from './ingest.repository';
 import { IngestService } from './ingest.service';
 import { IngestWriter } from './ingest-writer';
 import { DedupRepository } from './dedup.repository';
+import { DedupService } from './dedup.service';
 import { EventNameRepository } from './event-name.repository';
 import { EVENT_NAME_BOUND_PROVIDER } from './event-name-bound.provider';
 import { QuarantineReplayService } from './quarantine-replay.service';
@@ -23,11 +24,12 @@ import { QuarantineReplayService } from './quarantine-replay.service';
     IngestWriter,
     IngestRepository,
     DedupRepository,
+    DedupService,
     EventNameRepository,
     EVENT_NAME_BOUND_PROVIDER,
     QuarantineReplayService,
   ],
-  // DedupRepository is for IngestModule's hourly expiry, the other half of this feature.
-  exports: [IngestService, QuarantineReplayService, DedupRepository],
+  // DedupService is for IngestModule's hourly expiry, the other half of this feature.
+  exports: [IngestService, QuarantineReplayService, DedupService],
 })
 export class IngestCoreModule {}

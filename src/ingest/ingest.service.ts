@@ -20,8 +20,8 @@ import { PlansService } from '@app/plans/plans.service';
 import { PlanEnforcement } from '@app/plans/plan-enforcement';
 import type { CompiledPlan } from '@app/plans/compiled-plan';
 import type { PlanGate } from '@app/plans/plan-gate';
-import { DedupRepository } from './dedup.repository';
-import { QuarantineRepository } from '@app/plans/quarantine.repository';
+import { DedupService } from './dedup.service';
+import { QuarantineService } from '@app/plans/quarantine.service';
 import {
   isKept,
   keptEvent,
@@ -163,8 +163,8 @@ export class IngestService {
     private readonly suppressions: UserSuppressions,
     private readonly plans: PlansService,
     private readonly enforcement: PlanEnforcement,
-    private readonly dedup: DedupRepository,
-    private readonly quarantine: QuarantineRepository,
+    private readonly dedup: DedupService,
+    private readonly quarantine: QuarantineService,
   ) {}
 
   async ingest(
@@ -189,7 +189,7 @@ export class IngestService {
     if (toStore.length) {
       const timezone = key.timezone ?? DEFAULT_TIME_ZONE;
       const repeated = dryRun
-        ? await this.alreadySeen(appId, receivedAt, toStore)
+        ? await this.dedup.alreadySeen(appId, receivedAt, toStore)
         : await this.writer.write({ appId, receivedAt, events: toStore, timezone });
       duplicates += repeated.length;
       accepted -= repeated.length;
@@ -317,18 +317,11 @@ export class IngestService {
       keptEvent(raw, receivedAt, testMode, (kind, value) => pseudonymise(secret, kind, value));
     const rejections = keptRejections(items, validator.errors, build);
     const max = this.config.quarantineMaxEventsPerDay;
-    const kept = await this.quarantine.insert(appId, receivedAt, rejections, max);
+    const kept = await this.quarantine.keep(appId, receivedAt, rejections, max);
     this.metrics.recordQuarantineDropped(rejections.length - kept);
     for (const { event } of rejections.slice(kept)) {
       validator.noteRejected(event as AcceptedEvent, QUARANTINE_FULL);
     }
-  }
-
-  /** The positions in `events` that ingest would find already stored (the dry run's duplicates). */
-  private async alreadySeen(appId: string, receivedAt: number, events: AcceptedEvent[]): Promise<number[]> {
-    const ids = events.flatMap((e) => (e.eventId === null ? [] : [e.eventId]));
-    const seen = await this.dedup.seen(appId, ids, receivedAt, dedupWindowMs(this.config));
-    return events.flatMap((e, i) => (e.eventId !== null && seen.has(e.eventId) ? [i] : []));
   }
 
   /** The per-key event rate. Counted before validation: every received event costs. */

@@ -6,7 +6,7 @@ import { DEFAULT_TIME_ZONE } from '@app/common/timezones';
 import type { CursorPosition } from '@app/common/reads/cursor';
 import type { CompiledPlan } from '@app/plans/compiled-plan';
 import { PlansService } from '@app/plans/plans.service';
-import { QuarantineRepository } from '@app/plans/quarantine.repository';
+import { QuarantineService } from '@app/plans/quarantine.service';
 import type { QuarantineFilters, ReplayRow } from '@app/plans/quarantine.types';
 import { commitWithinMs, dedupWindowMs } from './ingest.limits';
 import { IngestRepository } from './ingest.repository';
@@ -56,7 +56,7 @@ export class QuarantineReplayService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: ConfigSlice<'ingestMaxEventAgeDays' | 'exportSettleMs'>,
     private readonly plans: PlansService,
-    private readonly quarantine: QuarantineRepository,
+    private readonly quarantine: QuarantineService,
     private readonly events: IngestRepository,
     private readonly apps: AppsService,
     private readonly eventNames: EventNameBound,
@@ -105,7 +105,7 @@ export class QuarantineReplayService {
         };
         let result: ReplayResult;
         try {
-          result = await this.quarantine.withChunk(appId, filters, after, chunk, claimed, (rows, manager) =>
+          result = await this.quarantine.replayChunk(appId, filters, after, chunk, claimed, (rows, manager) =>
             this.replayChunk(appId, timezone, plan, rows, manager),
           );
         } catch (err) {
