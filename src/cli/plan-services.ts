@@ -2,7 +2,7 @@ import type { Type } from '@nestjs/common';
 import type { RequestKey } from '@app/auth/authenticated-request';
 import type { AppConfig } from '@app/config/config';
 import { IngestCoreModule } from '@app/ingest/ingest-core.module';
-import { IngestService } from '@app/ingest/ingest.service';
+import { IngestCheckService } from '@app/ingest/ingest-check.service';
 import type { IngestResult } from '@app/ingest/ingest.types';
 import { QuarantineReplayService } from '@app/ingest/quarantine-replay.service';
 import { PlansCoreModule } from '@app/plans/plans-core.module';
@@ -14,7 +14,7 @@ export interface PlanServices {
   plans: PlansService;
   quarantine: QuarantineService;
   replay: QuarantineReplayService;
-  /** The dry run of POST /api/v1/plan/check: ingest's own path, storing and counting nothing. */
+  /** The dry run of POST /api/v1/plan/check: ingest's own evaluation, storing and counting nothing. */
   check(appId: string, events: unknown[], plan?: unknown): Promise<IngestResult>;
 }
 
@@ -27,7 +27,7 @@ export const PLANS_GROUP: { modules: Type[]; config: Partial<AppConfig> } = {
 
 export function planServices(get: <T>(token: Type<T>) => T): PlanServices {
   const plans = get(PlansService);
-  const ingest = get(IngestService);
+  const ingest = get(IngestCheckService);
   return {
     plans,
     quarantine: get(QuarantineService),
@@ -35,7 +35,7 @@ export function planServices(get: <T>(token: Type<T>) => T): PlanServices {
     check: async (appId, events, plan) => {
       const key: RequestKey = { id: 'cli', kind: 'api', mode: 'live', appIds: [appId], scopes: [] };
       const body = { value: { events }, bytes: Buffer.byteLength(JSON.stringify(events)) };
-      return ingest.ingest(key, body, undefined, {
+      return ingest.check(key, body, {
         appId,
         plan: plan === undefined ? undefined : await plans.compile(plan),
       });

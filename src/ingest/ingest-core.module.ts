@@ -6,6 +6,8 @@ import { UserSuppressionsModule } from '@app/common/suppressions/user-suppressio
 import { PlansCoreModule } from '@app/plans/plans-core.module';
 import { IngestRepository } from './ingest.repository';
 import { IngestService } from './ingest.service';
+import { BatchEvaluator } from './batch-evaluator';
+import { IngestCheckService } from './ingest-check.service';
 import { IngestWriter } from './ingest-writer';
 import { DedupRepository } from './dedup.repository';
 import { DedupService } from './dedup.service';
@@ -21,6 +23,8 @@ import { QuarantineReplayService } from './quarantine-replay.service';
   imports: [AuthCoreModule, RateLimitStoreModule, MetricsModule, UserSuppressionsModule, PlansCoreModule],
   providers: [
     IngestService,
+    BatchEvaluator,
+    IngestCheckService,
     IngestWriter,
     IngestRepository,
     DedupRepository,
@@ -30,6 +34,6 @@ import { QuarantineReplayService } from './quarantine-replay.service';
     QuarantineReplayService,
   ],
   // DedupService is for IngestModule's hourly expiry, the other half of this feature.
-  exports: [IngestService, QuarantineReplayService, DedupService],
+  exports: [IngestService, IngestCheckService, QuarantineReplayService, DedupService],
 })
 export class IngestCoreModule {}

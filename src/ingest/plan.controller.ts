@@ -26,7 +26,7 @@ import { DEFAULT_LIMIT } from '@app/common/reads/page-params';
 import { setNextPageHeaders } from '@app/common/reads/next-page';
 import { IngestBodyReader } from './ingest-body.reader';
 import { IngestResultDto } from './ingest-result.dto';
-import { IngestService } from './ingest.service';
+import { IngestCheckService } from './ingest-check.service';
 import type { IngestResult } from './ingest.types';
 import { PlanEndpoint } from './plan-endpoint.decorator';
 
@@ -42,7 +42,7 @@ export class PlanController {
   constructor(
     private readonly plans: PlansService,
     private readonly reader: IngestBodyReader,
-    private readonly ingest: IngestService,
+    private readonly ingest: IngestCheckService,
     private readonly quality: QualityService,
   ) {}
 
@@ -194,6 +194,6 @@ export class PlanController {
     const value = body.value as { plan?: unknown } | null;
     const raw = typeof value === 'object' && value !== null && !Array.isArray(value) ? value.plan : undefined;
     const plan = raw === undefined ? undefined : await this.plans.compile(raw);
-    return this.ingest.ingest(key, body, undefined, { appId: normaliseAppId(query.appId), plan });
+    return this.ingest.check(key, body, { appId: normaliseAppId(query.appId), plan });
   }
 }
