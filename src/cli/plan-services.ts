@@ -4,7 +4,9 @@ import type { AppConfig } from '@app/config/config';
 import { IngestCoreModule } from '@app/ingest/ingest-core.module';
 import { IngestCheckService } from '@app/ingest/ingest-check.service';
 import type { IngestResult } from '@app/ingest/ingest.types';
-import { QuarantineReplayService } from '@app/ingest/quarantine-replay.service';
+import { IngestPlansModule } from '@app/plans/ingest-plans.adapter';
+import { QuarantineReplayModule } from '@app/plans/quarantine-replay.module';
+import { QuarantineReplayService } from '@app/plans/quarantine-replay.service';
 import { PlansCoreModule } from '@app/plans/plans-core.module';
 import { PlansService } from '@app/plans/plans.service';
 import { QuarantineService } from '@app/plans/quarantine.service';
@@ -20,7 +22,7 @@ export interface PlanServices {
 
 /** The modules of the `plans` and `quarantine` commands, and their configuration. */
 export const PLANS_GROUP: { modules: Type[]; config: Partial<AppConfig> } = {
-  modules: [PlansCoreModule, IngestCoreModule],
+  modules: [PlansCoreModule, IngestCoreModule, IngestPlansModule, QuarantineReplayModule],
   // Every violation is listed, not only the first INGEST_MAX_ERRORS_LISTED: the check's table counts them.
   config: { ingestMaxErrorsListed: Number.MAX_SAFE_INTEGER },
 };

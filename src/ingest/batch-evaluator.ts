@@ -4,9 +4,12 @@ import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { AppsService } from '@app/auth/apps.service';
 import type { RequestKey } from '@app/auth/authenticated-request';
 import { UserSuppressions } from '@app/common/suppressions/user-suppressions';
-import { PlansService } from '@app/plans/plans.service';
-import type { CompiledPlan } from '@app/plans/compiled-plan';
-import type { PlanGate } from '@app/plans/plan-gate';
+import {
+  INGEST_PLANS,
+  type AppliedPlan,
+  type IngestPlans,
+  type RequestGate,
+} from '@app/common/plans/ingest-plans.port';
 import { EventValidator } from './event-validator';
 import type { IngestBody } from './ingest-body.reader';
 import { BatchLimits, batchTooLarge } from './ingest-errors';
@@ -107,7 +110,7 @@ export interface PreparedBatch {
   testMode: boolean;
   validator: EventValidator;
   names: EventNameAdmission | undefined;
-  gate: PlanGate<AcceptedEvent> | null;
+  gate: RequestGate<AcceptedEvent> | null;
 }
 
 /** What became of a batch's events before the write. */
@@ -123,7 +126,7 @@ export interface BatchVerdict {
 export interface EvaluationScope {
   appId: string;
   /** The plan to apply instead of the app's stored one (a dry run's). */
-  plan?: CompiledPlan;
+  plan?: AppliedPlan;
   /** The day's event-name bound; a dry run leaves it alone, since it depends on what the day has stored. */
   names?: (appId: string, receivedAt: number) => EventNameAdmission;
 }
@@ -147,7 +150,7 @@ export class BatchEvaluator {
       ConfigSlice<'ingestMaxEventAgeDays' | 'ingestMaxEventBytes' | 'piiPolicy' | 'ingestMaxErrorsListed'>,
     private readonly apps: AppsService,
     private readonly suppressions: UserSuppressions,
-    private readonly plans: PlansService,
+    @Inject(INGEST_PLANS) private readonly plans: IngestPlans,
   ) {}
 
   /** The envelope of a body: 400 `invalid_body`, or 413 for too many events. */

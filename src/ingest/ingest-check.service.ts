@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { RequestKey } from '@app/auth/authenticated-request';
-import type { CompiledPlan } from '@app/plans/compiled-plan';
+import type { AppliedPlan } from '@app/common/plans/ingest-plans.port';
 import { BatchEvaluator } from './batch-evaluator';
 import { DedupService } from './dedup.service';
 import type { IngestBody } from './ingest-body.reader';
@@ -9,7 +9,7 @@ import type { IngestResult } from './ingest.types';
 /** Whose rules a dry run applies: the app's, and a plan to use instead of its stored one. */
 export interface CheckScope {
   appId: string;
-  plan?: CompiledPlan;
+  plan?: AppliedPlan;
 }
 
 /**

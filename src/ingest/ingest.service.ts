@@ -12,8 +12,7 @@ import { IngestWriter } from './ingest-writer';
 import type { AcceptedEvent, IngestResult } from './ingest.types';
 import { pseudonymise } from './pii';
 import { EventNameBound } from './event-name-bound';
-import { PlanEnforcement } from '@app/plans/plan-enforcement';
-import { QuarantineService } from '@app/plans/quarantine.service';
+import { INGEST_PLANS, type IngestPlans } from '@app/common/plans/ingest-plans.port';
 import { keptEvent, keptRejections, NATIVE, type IngestOptions, type RejectedItem } from './kept-rejections';
 import { BatchEvaluator, QUARANTINE_FULL, type PreparedBatch } from './batch-evaluator';
 
@@ -29,8 +28,7 @@ export class IngestService {
     private readonly metrics: MetricsService,
     private readonly eventNames: EventNameBound,
     private readonly suppressions: UserSuppressions,
-    private readonly enforcement: PlanEnforcement,
-    private readonly quarantine: QuarantineService,
+    @Inject(INGEST_PLANS) private readonly plans: IngestPlans,
   ) {}
 
   async ingest(
@@ -86,7 +84,7 @@ export class IngestService {
     const rejectedByCode = validator.rejectedByCode;
     this.metrics.recordIngest({ accepted, duplicates, testMode, rejectedByCode, source: options.source });
     if (gate === null) return;
-    for (const { event } of await this.enforcement.settle(appId, receivedAt, gate)) {
+    for (const { event } of await this.plans.settle(appId, receivedAt, gate)) {
       validator.noteRejected(event, QUARANTINE_FULL);
     }
   }
@@ -102,7 +100,7 @@ export class IngestService {
       keptEvent(raw, receivedAt, testMode, (kind, value) => pseudonymise(secret, kind, value));
     const rejections = keptRejections(items, validator.errors, build);
     const max = this.config.quarantineMaxEventsPerDay;
-    const kept = await this.quarantine.keep(appId, receivedAt, rejections, max);
+    const kept = await this.plans.keep(appId, receivedAt, rejections, max);
     this.metrics.recordQuarantineDropped(rejections.length - kept);
     for (const { event } of rejections.slice(kept)) {
       validator.noteRejected(event as AcceptedEvent, QUARANTINE_FULL);
