@@ -36,6 +36,7 @@ function nameAdmitted(
   return false;
 }
 
+/** The warning of a rejected event that was counted but found no room in the app's quarantine. */
 export const QUARANTINE_FULL = {
   field: 'eventName',
   code: 'quarantine_full',
