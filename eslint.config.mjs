@@ -33,8 +33,10 @@ export const ALLOWED_IMPORTS = {
   database: ['config'],
   audit: FOUNDATION,
   auth: [...FOUNDATION, 'audit'],
-  ingest: [...FOUNDATION, 'auth', 'plans'],
-  plans: [...FOUNDATION, 'audit'],
+  ingest: [...FOUNDATION, 'auth'],
+  // Plans stand on ingest: their endpoints read bodies with its reader, the dry run is its
+  // evaluation, the replay writes through its insert. Ingest applies plans through a port in common.
+  plans: [...FOUNDATION, 'audit', 'auth', 'ingest'],
   events: [...FOUNDATION, 'auth'],
   export: [...FOUNDATION, 'auth'],
   rollups: [...FOUNDATION, 'audit', 'auth'],

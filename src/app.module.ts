@@ -10,6 +10,8 @@ import { AuditModule } from './audit/audit.module';
 import { AuthModule } from './auth/auth.module';
 import { KeyRevocationModule } from './auth/key-revocation.module';
 import { IngestModule } from './ingest/ingest.module';
+import { IngestPlansModule } from './plans/ingest-plans.adapter';
+import { PlansModule } from './plans/plans.module';
 import { EventsModule } from './events/events.module';
 import { ExportModule } from './export/export.module';
 import { RollupsModule } from './rollups/rollups.module';
@@ -39,6 +41,8 @@ export class AppModule {
         AuthModule,
         KeyRevocationModule,
         IngestModule,
+        IngestPlansModule,
+        PlansModule,
         SdkFormatsModule,
         EventsModule,
         ExportModule,

@@ -1,9 +1,7 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
-import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { HOUR_MS } from '@app/common/time';
-import { DedupRepository } from './dedup.repository';
-import { dedupWindowMs } from './ingest.limits';
+import { DedupService } from './dedup.service';
 
 /**
  * Expires dedup records past the dedup window, hourly. An event that old is refused anyway
@@ -13,10 +11,7 @@ import { dedupWindowMs } from './ingest.limits';
 export class DedupExpiryService {
   private readonly logger = new Logger(DedupExpiryService.name);
 
-  constructor(
-    private readonly dedup: DedupRepository,
-    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'ingestMaxEventAgeDays'>,
-  ) {}
+  constructor(private readonly dedup: DedupService) {}
 
   @Interval('dedup-expiry', HOUR_MS)
   async scheduled(): Promise<void> {
@@ -29,6 +24,6 @@ export class DedupExpiryService {
 
   /** Deletes the records seen before the window that ends at `now`; returns how many. */
   run(now: number): Promise<number> {
-    return this.dedup.expire(new Date(now - dedupWindowMs(this.config)));
+    return this.dedup.expire(now);
   }
 }

@@ -10,9 +10,6 @@ import { IngestBodyReader } from './ingest-body.reader';
 import { IngestCpuBudgets } from './ingest-cpu.budget';
 import { IngestCoreModule } from './ingest-core.module';
 import { DedupExpiryService } from './dedup-expiry.service';
-import { PlansModule } from '@app/plans/plans.module';
-import { PlanController } from './plan.controller';
-import { QuarantineController } from './quarantine.controller';
 
 @Module({
   imports: [
@@ -22,11 +19,11 @@ import { QuarantineController } from './quarantine.controller';
     RateLimitStoreModule,
     MetricsModule,
     UserSuppressionsModule,
-    PlansModule,
   ],
-  controllers: [IngestController, PlanController, QuarantineController],
+  controllers: [IngestController],
   providers: [IngestBodyReader, IngestCpuBudgets, DedupExpiryService],
-  // The SDK formats read bodies and charge CPU as native ingest does, on the same budgets.
+  // The SDK formats and the plan endpoints read bodies as native ingest does; the SDK formats
+  // charge CPU on the same budgets.
   exports: [IngestCoreModule, IngestBodyReader, IngestCpuBudgets],
 })
 export class IngestModule implements OnModuleInit {

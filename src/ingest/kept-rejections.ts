@@ -1,7 +1,5 @@
 import { isControlCode } from '@app/common/control-characters';
-import type { Rejection } from '@app/plans/plan-gate';
-import type { QuarantineEvent } from '@app/plans/quarantine.types';
-import type { Violation } from '@app/plans/plan.types';
+import type { QuarantineEvent, Rejection, Violation } from '@app/common/plans/ingest-plans.port';
 import { EVENT_LIMITS, REDACTED } from './ingest.limits';
 import type { AcceptedEvent, EventErrorCode, EventIssue, Payload } from './ingest.types';
 import { detectPii, identifierKind } from './pii';

@@ -1,13 +1,14 @@
 import type { CompiledPlan } from './compiled-plan';
-import type { PlannedEvent, Violation, ViolationCode } from './plan.types';
+import type {
+  IssueSink,
+  PlannedEvent,
+  Rejection,
+  RequestGate,
+  Violation,
+  ViolationCode,
+} from '@app/common/plans/ingest-plans.port';
 
-/** Where the plan's verdicts go: the request's errors and warnings (ingest's EventValidator). */
-export interface IssueSink<E> {
-  /** Rejects an event that passed the field rules, with these errors. */
-  rejectLater(event: E, issues: Violation[]): void;
-  /** Adds these warnings to an accepted event. */
-  warnLater(event: E, issues: Violation[]): void;
-}
+export type { IssueSink, Rejection };
 
 /** Per event name: events accepted (`flagged` of them with warnings) and rejected; violations by rule. */
 export interface QualityTally {
@@ -25,13 +26,6 @@ function newTally(): QualityTally {
 /** The rule a violation names: the keyword at the end of its message (`… (enum).`). */
 export function ruleOf(v: Violation): string {
   return /\((\w+)\)\.?$/.exec(v.message)?.[1] ?? v.code;
-}
-
-/** An event the plan rejected under `enforce`, for the quarantine. */
-export interface Rejection<E> {
-  event: E;
-  code: ViolationCode;
-  violations: Violation[];
 }
 
 /** Reads one request's counts per event name; a name may come twice (see `PlanGate.forEachTally`). */
@@ -52,7 +46,7 @@ export type TallyReader = (
  * counter in an array by definition index; events with violations and unplanned names are tallied
  * by name, which costs more but is rarer.
  */
-export class PlanGate<E extends PlannedEvent> {
+export class PlanGate<E extends PlannedEvent> implements RequestGate<E> {
   readonly rejected: Rejection<E>[] = [];
   readonly violations: Record<ViolationCode, number> = { schema_violation: 0, unplanned_event: 0 };
   /** Events that followed their definition, by definition index; allocated on first use. */

@@ -38,18 +38,4 @@ export interface PlanProblem {
   message: string;
 }
 
-export type ViolationCode = 'schema_violation' | 'unplanned_event';
-
-/** One rule an event breaks: `field` is the path in the event (`payload.plan`, `floatValue`). */
-export interface Violation {
-  field: string;
-  code: ViolationCode;
-  message: string;
-}
-
-/** What a plan reads of an event that passed the field rules. */
-export interface PlannedEvent {
-  eventName: string;
-  floatValue: number | null;
-  payload: Record<string, string | number | boolean> | null;
-}
+export type { PlannedEvent, Violation, ViolationCode } from '@app/common/plans/ingest-plans.port';

@@ -24,6 +24,6 @@ import { QualityService } from './quality.service';
     QualityRepository,
     QualityService,
   ],
-  exports: [PlansService, PlanEnforcement, QuarantineRepository, QuarantineService, QualityService],
+  exports: [PlansService, PlanEnforcement, QuarantineService, QualityService],
 })
 export class PlansCoreModule {}

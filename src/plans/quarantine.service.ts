@@ -5,9 +5,12 @@ import { cursorPosition } from '@app/common/reads/signed-cursor';
 import { toEventRecord } from '@app/common/reads/event-record';
 import { DAY_MS, utcDateString } from '@app/common/time';
 import { APP_CONFIG, ConfigSlice } from '@app/config/config';
+import type { EntityManager } from 'typeorm';
+import type { CursorPosition } from '@app/common/reads/cursor';
+import type { Rejection } from './plan-gate';
 import type { QuarantineRecord } from './quarantine.dto';
 import { QuarantineRepository } from './quarantine.repository';
-import type { QuarantineFilters, QuarantineRow } from './quarantine.types';
+import type { QuarantineEvent, QuarantineFilters, QuarantineRow, ReplayRow } from './quarantine.types';
 
 export interface QuarantinePage {
   events: QuarantineRecord[];
@@ -19,7 +22,10 @@ export function toQuarantineRecord(secret: Buffer, row: QuarantineRow): Quaranti
   return { ...toEventRecord(secret, row), code: row.code, violations: row.violations };
 }
 
-/** Reading the quarantine, and the upkeep of its daily partitions (run by QuarantineMaintenanceJob). */
+/**
+ * The quarantine: keeping rejected events within the app's daily bound, reading them, the
+ * replay's chunks, erasure, and the upkeep of its daily partitions (run by QuarantineMaintenanceJob).
+ */
 @Injectable()
 export class QuarantineService {
   constructor(
@@ -44,6 +50,35 @@ export class QuarantineService {
       events: page.map((row) => toQuarantineRecord(secret, row)),
       nextCursor,
     } satisfies QuarantinePage;
+  }
+
+  /**
+   * Keeps rejected events within the app's daily bound (`maxPerDay`); returns how many were kept
+   * (the first ones of `rejected`).
+   */
+  keep(
+    appId: string,
+    receivedAt: number,
+    rejected: Rejection<QuarantineEvent>[],
+    maxPerDay: number,
+  ): Promise<number> {
+    return this.quarantine.insert(appId, receivedAt, rejected, maxPerDay);
+  }
+
+  /**
+   * One replay chunk in one transaction: the next `limit` rows after `after` (rows another replay
+   * holds are skipped), handed to `claimed` at once; then `fn`, whose `remove` ids leave the
+   * quarantine in the same transaction.
+   */
+  replayChunk<T>(
+    appId: string,
+    filters: QuarantineFilters,
+    after: CursorPosition | null,
+    limit: number,
+    claimed: (rows: ReplayRow[]) => void,
+    fn: (rows: ReplayRow[], manager: EntityManager) => Promise<{ remove: string[]; result: T }>,
+  ): Promise<T> {
+    return this.quarantine.withChunk(appId, filters, after, limit, claimed, fn);
   }
 
   /** Erasure: deletes the quarantined events of these users of the app; returns how many. */

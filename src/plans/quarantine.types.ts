@@ -1,9 +1,7 @@
-import type { EventValues } from '@app/common/events/event-fields';
 import type { EventRow } from '@app/common/reads/event-record';
-import type { PlannedEvent, Violation, ViolationCode } from './plan.types';
+import type { QuarantineEvent, Violation, ViolationCode } from '@app/common/plans/ingest-plans.port';
 
-/** An event as ingest would have stored it (the shape of ingest's accepted event). */
-export type QuarantineEvent = EventValues & PlannedEvent;
+export type { QuarantineEvent };
 
 /** One quarantined event as read back: the stored row as events read it, and why it was kept. */
 export type QuarantineRow = EventRow & {

@@ -21,10 +21,17 @@ import { appForbidden } from '@app/auth/auth-errors';
 import { CreateDeletionDto, DeletionRecordDto, ListDeletionsQueryDto } from './deletion.dto';
 import { parseDeletionRequest } from './deletion-request';
 import { DeletionsService, DeletionView } from './deletions.service';
-import { readJsonBody } from './json-body';
+import { readJsonBody, type JsonBodyLimits } from '@app/common/http/json-body';
+import { AppError } from '@app/common/app-error';
 
 const SCOPE = 'privacy:write';
 
+/** 1,000 ids of up to 200 characters, escaped, with room to spare. */
+const DELETION_BODY: JsonBodyLimits = {
+  maxBytes: 1_500_000,
+  tooLarge: (_bytes, detail) =>
+    new AppError('payload_too_large', detail, { headers: { Connection: 'close' } }),
+};
 @ApiTags(API_TAGS.privacy)
 @Controller('api/v1/deletions')
 export class DeletionsController {
@@ -66,7 +73,7 @@ export class DeletionsController {
   @ReadEndpoint(SCOPE)
   async create(@Req() req: Request, @Res({ passthrough: true }) res: Response): Promise<DeletionView> {
     const key = requestKey(req);
-    const body = parseDeletionRequest(await readJsonBody(req));
+    const body = parseDeletionRequest((await readJsonBody(req, DELETION_BODY)).value);
     if (!key.appIds.includes(body.appId)) throw appForbidden(SCOPE);
     const deletion = await this.deletions.request(body, { type: 'api_key', keyId: key.id });
     res.setHeader('Location', `/api/v1/deletions/${deletion.id}`);

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { PartitionRepository } from '@app/storage/partition.repository';
+import { PartitionsService } from '@app/storage/partitions.service';
 import { RollupsService } from '@app/rollups/rollups.service';
-import { QuarantineRepository } from '@app/plans/quarantine.repository';
+import { QuarantineService } from '@app/plans/quarantine.service';
 import { DeletionRepository, type DeletionKind } from './deletion.repository';
 import { EventErasureRepository } from './event-erasure.repository';
 
@@ -55,7 +55,7 @@ interface PartitionEraser {
 
 /** Deletes the target's events from every daily partition, batch by batch, paced. */
 async function eraseEveryPartition(
-  partitions: PartitionRepository,
+  partitions: PartitionsService,
   eraser: PartitionEraser,
   target: ErasureTarget,
 ): Promise<boolean> {
@@ -83,7 +83,7 @@ export class EventsErasureStep implements ErasureStep {
   readonly name = 'events';
 
   constructor(
-    private readonly partitions: PartitionRepository,
+    private readonly partitions: PartitionsService,
     private readonly events: EventErasureRepository,
   ) {}
 
@@ -105,7 +105,7 @@ export class AppEventsErasureStep implements ErasureStep {
   readonly name = 'app-events';
 
   constructor(
-    private readonly partitions: PartitionRepository,
+    private readonly partitions: PartitionsService,
     private readonly events: EventErasureRepository,
   ) {}
 
@@ -156,7 +156,7 @@ export class AppRowsErasureStep implements ErasureStep {
 export class QuarantineErasureStep implements ErasureStep {
   readonly name = 'quarantine';
 
-  constructor(private readonly quarantine: QuarantineRepository) {}
+  constructor(private readonly quarantine: QuarantineService) {}
 
   async run(target: ErasureTarget): Promise<boolean> {
     if (target.stopping()) return false;

@@ -7,6 +7,7 @@ import { PlansCoreModule } from '@app/plans/plans-core.module';
 import { RollupsCoreModule } from '@app/rollups/rollups-core.module';
 import { StorageCoreModule } from '@app/storage/storage-core.module';
 import { DeletionRepository } from './deletion.repository';
+import { DeletionRunner } from './deletion-runner';
 import { DeletionsService } from './deletions.service';
 import {
   AppEventsErasureStep,
@@ -40,6 +41,7 @@ import { SuppressionsService } from './suppressions.service';
   ],
   providers: [
     DeletionRepository,
+    DeletionRunner,
     EventErasureRepository,
     SuppressionRepository,
     SuppressionsService,
@@ -68,8 +70,8 @@ import { SuppressionsService } from './suppressions.service';
       ],
     },
   ],
-  // DeletionRepository and the steps are for whatever runs the deletions: the service's listener
-  // (PrivacyModule) or the CLI's `--wait`.
-  exports: [DeletionsService, SuppressionsService, PrivacyMetrics, DeletionRepository, ERASURE_STEPS],
+  // DeletionRunner is for whatever runs the deletions: the service's listener (PrivacyModule) or
+  // the CLI's `--wait` and ledger replay.
+  exports: [DeletionsService, SuppressionsService, PrivacyMetrics, DeletionRunner],
 })
 export class PrivacyCoreModule {}

@@ -1,17 +1,10 @@
-import { Inject, Injectable, Module } from '@nestjs/common';
+import { Injectable, Module } from '@nestjs/common';
 import { AuthCoreModule } from '@app/auth/auth-core.module';
-import { AppsService } from '@app/auth/apps.service';
-import { KeysService } from '@app/auth/keys.service';
-import { AuditService } from '@app/audit/audit.service';
-import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
 import { ReadsModule } from '@app/common/reads/reads.module';
-import { APP_CONFIG, ConfigSlice } from '@app/config/config';
-import { DeletionRepository } from './deletion.repository';
-import { DeletionJob, deletionEnded, userKeysOf } from './deletion-job';
+import type { DeletionJob } from './deletion-job';
+import { DeletionRunner } from './deletion-runner';
 import { DeletionsService, DeletionView, deletionView } from './deletions.service';
-import { ERASURE_STEPS, type ErasureSteps } from './erasure-steps';
-import { ErasureLedger, ledgerEntry } from './erasure-ledger';
-import { ErasureLedgerReplayer, LedgerReplay } from './erasure-ledger-replay';
+import type { ErasureLedgerReplayer, LedgerReplay } from './erasure-ledger-replay';
 import { PrivacyCoreModule } from './privacy-core.module';
 import { SuppressionsService } from './suppressions.service';
 
@@ -28,32 +21,13 @@ export class CliPrivacy {
   private readonly replayer: ErasureLedgerReplayer;
 
   constructor(
-    @Inject(APP_CONFIG) config: ConfigSlice<'erasureLedgerPath' | 'erasurePausePercent'>,
     readonly deletions: DeletionsService,
     readonly suppressions: SuppressionsService,
-    private readonly deletionRows: DeletionRepository,
-    @Inject(ERASURE_STEPS) steps: ErasureSteps,
-    secrets: CursorSecretRepository,
-    audit: AuditService,
-    apps: AppsService,
-    keys: KeysService,
+    private readonly deletionRows: DeletionRunner,
   ) {
-    const ledger = new ErasureLedger(config.erasureLedgerPath);
-    this.job = new DeletionJob(deletionRows, steps, {
-      ended: deletionEnded(audit),
-      beforeDone: ledgerEntry(ledger, suppressions),
-      pausePercent: config.erasurePausePercent,
-      userKeys: userKeysOf(secrets),
-    });
-    this.replayer = new ErasureLedgerReplayer(
-      ledger,
-      deletionRows,
-      suppressions,
-      apps,
-      audit,
-      this.job,
-      keys,
-    );
+    const work = deletionRows.open();
+    this.job = work.job;
+    this.replayer = work.ledger;
   }
 
   /** Runs the deletion here until it ends (or waits for the process that runs it); returns it ended. */

@@ -1,16 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Interval } from '@nestjs/schedule';
 import { APP_CONFIG, ConfigSlice } from '@app/config/config';
-import { AuditService } from '@app/audit/audit.service';
-import { KeysService } from '@app/auth/keys.service';
-import { AppsService } from '@app/auth/apps.service';
 import { PgListener } from '@app/common/pg-listener';
-import { DELETIONS_CHANNEL, DeletionRepository } from './deletion.repository';
-import { DeletionJob, deletionEnded, userKeysOf } from './deletion-job';
-import { CursorSecretRepository } from '@app/common/reads/cursor-secret.repository';
-import { ErasureLedger, ledgerEntry } from './erasure-ledger';
-import { ErasureLedgerReplayer } from './erasure-ledger-replay';
-import { ERASURE_STEPS, type ErasureSteps } from './erasure-steps';
+import { DELETIONS_CHANNEL } from './deletion.repository';
+import type { DeletionJob } from './deletion-job';
+import { DeletionRunner } from './deletion-runner';
+import type { ErasureLedgerReplayer } from './erasure-ledger-replay';
 import { PrivacyMetrics } from './privacy.metrics';
 import { SUPPRESSIONS_CHANNEL } from './suppression.repository';
 import { SuppressionsService } from './suppressions.service';
@@ -38,15 +33,10 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
   private started = false;
 
   constructor(
-    @Inject(APP_CONFIG) config: ConfigSlice<'databaseUrl' | 'erasureLedgerPath' | 'erasurePausePercent'>,
-    private readonly deletions: DeletionRepository,
-    @Inject(ERASURE_STEPS) steps: ErasureSteps,
+    @Inject(APP_CONFIG) config: ConfigSlice<'databaseUrl'>,
+    private readonly deletions: DeletionRunner,
     metrics: PrivacyMetrics,
-    audit: AuditService,
     private readonly suppressions: SuppressionsService,
-    secrets: CursorSecretRepository,
-    apps: AppsService,
-    keys: KeysService,
   ) {
     this.listener = new PgListener(
       config.databaseUrl,
@@ -54,28 +44,9 @@ export class PrivacyListener implements OnApplicationBootstrap, OnApplicationShu
       'Privacy',
       'tally-listen-privacy',
     );
-    const ledger = new ErasureLedger(config.erasureLedgerPath);
-    this.job = new DeletionJob(
-      deletions,
-      steps,
-      {
-        metrics,
-        ended: deletionEnded(audit),
-        beforeDone: ledgerEntry(ledger, suppressions),
-        pausePercent: config.erasurePausePercent,
-        userKeys: userKeysOf(secrets),
-      },
-      () => this.stopping,
-    );
-    this.ledgerReplay = new ErasureLedgerReplayer(
-      ledger,
-      deletions,
-      suppressions,
-      apps,
-      audit,
-      this.job,
-      keys,
-    );
+    const work = deletions.open({ metrics, stopping: () => this.stopping });
+    this.job = work.job;
+    this.ledgerReplay = work.ledger;
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -78,7 +78,6 @@ export class SdkIngestService {
           key,
           { value: { events: mapped.events, sentAt: mapped.sentAt }, bytes: body.bytes },
           cpu,
-          undefined,
           { source, keepRejected: true },
         )
       : this.empty(key, body.bytes);

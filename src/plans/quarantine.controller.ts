@@ -9,17 +9,12 @@ import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/op
 import { normaliseAppId } from '@app/common/ids';
 import { DEFAULT_LIMIT } from '@app/common/reads/page-params';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
-import { AppQueryDto } from '@app/plans/app-query.dto';
-import {
-  ListQuarantineQueryDto,
-  QuarantineRecord,
-  ReplayResultDto,
-  VIOLATION_CODES,
-} from '@app/plans/quarantine.dto';
-import { QuarantineService } from '@app/plans/quarantine.service';
-import type { QuarantineFilters } from '@app/plans/quarantine.types';
+import { AppQueryDto } from './app-query.dto';
+import { ListQuarantineQueryDto, QuarantineRecord, ReplayResultDto, VIOLATION_CODES } from './quarantine.dto';
+import { QuarantineService } from './quarantine.service';
+import type { QuarantineFilters } from './quarantine.types';
 import { hasControlCharacter, NO_CONTROL_CHARACTERS_PATTERN } from '@app/common/control-characters';
-import { IngestBodyReader } from './ingest-body.reader';
+import { IngestBodyReader } from '@app/ingest/ingest-body.reader';
 import { PlanEndpoint } from './plan-endpoint.decorator';
 import { QuarantineReplayService, ReplayResult } from './quarantine-replay.service';
 

@@ -14,20 +14,20 @@ import { ReadEndpoint } from '@app/auth/read-endpoint.decorator';
 import { API_TAGS, ApiProblemResponse, RATE_LIMIT_HEADERS } from '@app/common/openapi';
 import { normaliseAppId } from '@app/common/ids';
 import { QueryValidationPipe } from '@app/common/query-validation.pipe';
-import { AppQueryDto } from '@app/plans/app-query.dto';
-import { EventDefinitionDto, PlanBodyDto, PlanDto } from '@app/plans/plan.dto';
-import type { PlanVersion } from '@app/plans/plan.types';
-import { parseIfMatch, PlansService } from '@app/plans/plans.service';
-import { EventQualityDto, PlanQualityQueryDto } from '@app/plans/quality.dto';
-import { EventQuality, QualityService } from '@app/plans/quality.service';
+import { AppQueryDto } from './app-query.dto';
+import { EventDefinitionDto, PlanBodyDto, PlanDto } from './plan.dto';
+import type { PlanVersion } from './plan.types';
+import { parseIfMatch, PlansService } from './plans.service';
+import { EventQualityDto, PlanQualityQueryDto } from './quality.dto';
+import { EventQuality, QualityService } from './quality.service';
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { DAY_MS, utcDateString } from '@app/common/time';
 import { DEFAULT_LIMIT } from '@app/common/reads/page-params';
 import { setNextPageHeaders } from '@app/common/reads/next-page';
-import { IngestBodyReader } from './ingest-body.reader';
-import { IngestResultDto } from './ingest-result.dto';
-import { IngestService } from './ingest.service';
-import type { IngestResult } from './ingest.types';
+import { IngestBodyReader } from '@app/ingest/ingest-body.reader';
+import { IngestResultDto } from '@app/ingest/ingest-result.dto';
+import { IngestCheckService } from '@app/ingest/ingest-check.service';
+import type { IngestResult } from '@app/ingest/ingest.types';
 import { PlanEndpoint } from './plan-endpoint.decorator';
 
 function toDto(v: PlanVersion): PlanDto {
@@ -42,7 +42,7 @@ export class PlanController {
   constructor(
     private readonly plans: PlansService,
     private readonly reader: IngestBodyReader,
-    private readonly ingest: IngestService,
+    private readonly ingest: IngestCheckService,
     private readonly quality: QualityService,
   ) {}
 
@@ -194,6 +194,6 @@ export class PlanController {
     const value = body.value as { plan?: unknown } | null;
     const raw = typeof value === 'object' && value !== null && !Array.isArray(value) ? value.plan : undefined;
     const plan = raw === undefined ? undefined : await this.plans.compile(raw);
-    return this.ingest.ingest(key, body, undefined, { appId: normaliseAppId(query.appId), plan });
+    return this.ingest.check(key, body, { appId: normaliseAppId(query.appId), plan });
   }
 }

@@ -1,21 +1,14 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { AppsService } from '@app/auth/apps.service';
 import { DEFAULT_TIME_ZONE } from '@app/common/timezones';
 import type { CursorPosition } from '@app/common/reads/cursor';
-import type { CompiledPlan } from '@app/plans/compiled-plan';
-import { PlansService } from '@app/plans/plans.service';
-import { QuarantineRepository } from '@app/plans/quarantine.repository';
-import type { QuarantineFilters, ReplayRow } from '@app/plans/quarantine.types';
-import { commitWithinMs, dedupWindowMs } from './ingest.limits';
-import { IngestRepository } from './ingest.repository';
-import type { AcceptedEvent } from './ingest.types';
-import { fieldsFrom, keyOf, type EventValues } from '@app/common/events/event-fields';
-import { EventNameBound, type EventNameAdmission } from './event-name-bound';
-
-/** The keys of an event as ingest holds it. */
-const EVENT_KEYS = fieldsFrom('event').map((f) => keyOf(f) as keyof EventValues);
+import type { AcceptedEvent } from '@app/ingest/ingest.types';
+import { acceptedEvent, ReplayWriter } from '@app/ingest/replay-writer';
+import type { CompiledPlan } from './compiled-plan';
+import { PlansService } from './plans.service';
+import { QuarantineService } from './quarantine.service';
+import type { QuarantineFilters, ReplayRow } from './quarantine.types';
 
 export type ReplayActor = Parameters<PlansService['recordReplay']>[1];
 
@@ -34,13 +27,6 @@ export interface ReplayResult {
 export const REPLAY_CHUNK = 2000;
 export const REPLAY_PARALLEL = 2;
 
-/** The event ingest would have accepted: the row's values under their keys, at `index`. */
-function toEvent(row: ReplayRow, index: number): AcceptedEvent {
-  const event: Record<string, unknown> = { index };
-  for (const key of EVENT_KEYS) event[key] = row[key];
-  return event as unknown as AcceptedEvent;
-}
-
 /** Where the next chunk starts: after a position, from the start (null), or nowhere (the end). */
 type NextChunk = CursorPosition | null | 'end';
 
@@ -54,12 +40,10 @@ type NextChunk = CursorPosition | null | 'end';
 @Injectable()
 export class QuarantineReplayService {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'ingestMaxEventAgeDays' | 'exportSettleMs'>,
     private readonly plans: PlansService,
-    private readonly quarantine: QuarantineRepository,
-    private readonly events: IngestRepository,
+    private readonly quarantine: QuarantineService,
+    private readonly writer: ReplayWriter,
     private readonly apps: AppsService,
-    private readonly eventNames: EventNameBound,
   ) {}
 
   /** Replays, then records `quarantine.replayed` with the filters and the counts. */
@@ -105,7 +89,7 @@ export class QuarantineReplayService {
         };
         let result: ReplayResult;
         try {
-          result = await this.quarantine.withChunk(appId, filters, after, chunk, claimed, (rows, manager) =>
+          result = await this.quarantine.replayChunk(appId, filters, after, chunk, claimed, (rows, manager) =>
             this.replayChunk(appId, timezone, plan, rows, manager),
           );
         } catch (err) {
@@ -139,12 +123,11 @@ export class QuarantineReplayService {
     // The day's event-name bound, as ingest applies it: an event whose name the day has no room
     // for stays in the quarantine.
     const now = Date.now();
-    await this.eventNames.loaded(
+    const names = await this.writer.names(
       appId,
       rows.map((r) => r.ts),
       now,
     );
-    const names: EventNameAdmission = this.eventNames.forApp(appId, now);
     for (const row of rows) {
       const violations = plan?.check(row) ?? null;
       if ((violations !== null && plan!.rejects(violations)) || !names.admit(row.eventName, row.ts)) {
@@ -160,17 +143,12 @@ export class QuarantineReplayService {
         }
         ids.add(row.eventId);
       }
-      events.push(toEvent(row, events.length));
+      events.push(acceptedEvent(row, events.length));
     }
     if (events.length) {
       // Replayed events are received now: an export window already read never gains an event.
       const batch = { appId, receivedAt: Date.now(), events, timezone };
-      const [repeated] = await this.events.insertBatchesIn(
-        manager,
-        [batch],
-        dedupWindowMs(this.config),
-        commitWithinMs(this.config),
-      );
+      const repeated = await this.writer.write(manager, batch);
       result.duplicates += repeated.length;
       result.replayed += events.length - repeated.length;
     }
