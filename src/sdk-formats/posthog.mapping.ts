@@ -1,5 +1,6 @@
 import {
   flattenInto,
+  emptyBatch,
   floatValueOf,
   isObject,
   put,
@@ -97,14 +98,7 @@ export function mapPostHogBody(body: unknown, pseudonym: AccountPseudonym): Mapp
   const messages = eventsOf(body);
   if (messages === null) return null;
   const sentAt = isObject(body) ? sentAtOf(body.sent_at ?? body.sentAt) : null;
-  const out: MappedBatch = {
-    events: [],
-    messageIndexes: [],
-    sentAt,
-    acknowledged: 0,
-    warnings: [],
-    rejections: [],
-  };
+  const out = emptyBatch(sentAt);
   messages.forEach((message, index) => {
     if (!isObject(message)) {
       out.rejections.push({

@@ -36,6 +36,11 @@ export interface MappedBatch {
 
 export type AccountPseudonym = (accountId: string) => string;
 
+/** A batch with nothing mapped yet. */
+export function emptyBatch(sentAt: number | null): MappedBatch {
+  return { events: [], messageIndexes: [], sentAt, acknowledged: 0, warnings: [], rejections: [] };
+}
+
 /** Nesting depth past which a property is dropped rather than flattened. */
 const MAX_FLATTEN_DEPTH = 5;
 

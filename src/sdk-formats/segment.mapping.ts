@@ -1,5 +1,6 @@
 import {
   flattenProperties,
+  emptyBatch,
   floatValueOf,
   isObject,
   put,
@@ -120,14 +121,7 @@ export function mapSegmentBody(
   const messages = messagesOf(endpoint, body);
   if (messages === null) return null;
   const batchContext = isObject(body.context) ? body.context : {};
-  const out: MappedBatch = {
-    events: [],
-    messageIndexes: [],
-    sentAt: sentAtOf(body.sentAt),
-    acknowledged: 0,
-    warnings: [],
-    rejections: [],
-  };
+  const out = emptyBatch(sentAtOf(body.sentAt));
   messages.forEach((message, index) => {
     if (!isObject(message)) {
       out.rejections.push({
