@@ -112,37 +112,40 @@ function breakdownCtes(namesParam: string, exprs: string[]): string {
     SELECT is_test_mode, dim, val, missing, count(*) AS events, count(float_value) AS fv_count,
            sum(float_value::numeric) AS fv_sum, min(float_value) AS fv_min, max(float_value) AS fv_max
       FROM x GROUP BY is_test_mode, dim, val, missing
-  ), tag AS (
+  ), tag0 AS (
     SELECT dim, val, missing,
            (CASE WHEN rn > $7 THEN 2 WHEN missing THEN 1 ELSE 0 END)::smallint AS kind,
            CASE WHEN rn > $7 THEN '' ELSE val END AS value
       FROM (SELECT dim, val, missing,
                    row_number() OVER (PARTITION BY dim ORDER BY sum(events) DESC, missing, val) AS rn
               FROM per GROUP BY dim, val, missing) r
+  ), tag AS (
+    -- gid: a small integer per row to write, so that the bitmaps' bytes sort on integers.
+    SELECT *, dense_rank() OVER (ORDER BY dim, kind, value)::int AS gid FROM tag0
   ), stats AS (
-    SELECT p.is_test_mode, t.dim, t.kind, t.value, sum(p.events) AS events, sum(p.fv_count) AS fv_count,
+    SELECT p.is_test_mode, t.gid, t.dim, t.kind, t.value, sum(p.events) AS events, sum(p.fv_count) AS fv_count,
            -- least() and greatest() skip a null: a value without float values keeps a null sum.
            greatest(least(sum(p.fv_sum), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
            min(p.fv_min) AS fv_min, max(p.fv_max) AS fv_max
       FROM per p JOIN tag t USING (dim, val, missing)
-     GROUP BY p.is_test_mode, t.dim, t.kind, t.value
+     GROUP BY p.is_test_mode, t.gid, t.dim, t.kind, t.value
   ),
   ${keyedBytes('u', 'uno')},
   ${keyedBytes('s', 'sno')},
-  ${bandCte('ubits', 'ubytes', 'is_test_mode, dim, kind, value')},
-  ${bandCte('sbits', 'sbytes', 'is_test_mode, dim, kind, value')}`;
+  ${bandCte('ubits', 'ubytes', 'is_test_mode, gid')},
+  ${bandCte('sbits', 'sbytes', 'is_test_mode, gid')}`;
 }
 
-/** The bytes of `<p>bytes` per (mode, dimension, kind, value), from the numbers in `column` of x. */
+/** The bytes of `<p>bytes` per (mode, row to write), from the numbers in `column` of x. */
 function keyedBytes(p: string, column: string): string {
   return `
   ${p}members AS (
     SELECT is_test_mode, dim, val, missing, ${column} AS no FROM x WHERE ${column} IS NOT NULL
   ), ${bytesCte(`${p}bytes0`, `${p}members`, 'is_test_mode, dim, val, missing')},
   ${p}bytes AS (
-    SELECT b0.is_test_mode, t.dim, t.kind, t.value, b0.b, bit_or(b0.v) AS v
+    SELECT b0.is_test_mode, t.gid, b0.b, bit_or(b0.v) AS v
       FROM ${p}bytes0 b0 JOIN tag t USING (dim, val, missing)
-     GROUP BY b0.is_test_mode, t.dim, t.kind, t.value, b0.b
+     GROUP BY b0.is_test_mode, t.gid, b0.b
   )`;
 }
 
@@ -154,8 +157,8 @@ const BREAKDOWN_INSERT = `
          st.fv_sum, st.fv_min, st.fv_max, coalesce(ub.from_no, 0), coalesce(ub.bits, B''),
          coalesce(sb.from_no, 0), coalesce(sb.bits, B''), $6, $5, now()
     FROM stats st
-    LEFT JOIN ubits ub USING (is_test_mode, dim, kind, value)
-    LEFT JOIN sbits sb USING (is_test_mode, dim, kind, value)`;
+    LEFT JOIN ubits ub USING (is_test_mode, gid)
+    LEFT JOIN sbits sb USING (is_test_mode, gid)`;
 
 /**
  * The writes of insights, run by the rollup computation in its transaction: the dense numbers of
