@@ -129,24 +129,13 @@ function breakdownCtes(namesParam: string, exprs: string[]): string {
            min(p.fv_min) AS fv_min, max(p.fv_max) AS fv_max
       FROM per p JOIN tag t USING (dim, val, missing)
      GROUP BY p.is_test_mode, t.gid, t.dim, t.kind, t.value
+  ), xt AS MATERIALIZED (
+    SELECT x.is_test_mode, t.gid, x.uno, x.sno FROM x JOIN tag t USING (dim, val, missing)
   ),
-  ${keyedBytes('u', 'uno')},
-  ${keyedBytes('s', 'sno')},
+  ${bytesCte('ubytes', '(SELECT is_test_mode, gid, uno AS no FROM xt WHERE uno IS NOT NULL) m', 'is_test_mode, gid')},
+  ${bytesCte('sbytes', '(SELECT is_test_mode, gid, sno AS no FROM xt WHERE sno IS NOT NULL) m', 'is_test_mode, gid')},
   ${bandCte('ubits', 'ubytes', 'is_test_mode, gid')},
   ${bandCte('sbits', 'sbytes', 'is_test_mode, gid')}`;
-}
-
-/** The bytes of `<p>bytes` per (mode, row to write), from the numbers in `column` of x. */
-function keyedBytes(p: string, column: string): string {
-  return `
-  ${p}members AS (
-    SELECT is_test_mode, dim, val, missing, ${column} AS no FROM x WHERE ${column} IS NOT NULL
-  ), ${bytesCte(`${p}bytes0`, `${p}members`, 'is_test_mode, dim, val, missing')},
-  ${p}bytes AS (
-    SELECT b0.is_test_mode, t.gid, b0.b, bit_or(b0.v) AS v
-      FROM ${p}bytes0 b0 JOIN tag t USING (dim, val, missing)
-     GROUP BY b0.is_test_mode, t.gid, b0.b
-  )`;
 }
 
 const BREAKDOWN_INSERT = `
@@ -271,7 +260,11 @@ export class InsightComputationRepository {
         return `$${params.length}::text`;
       }),
     );
+    // The joins with the day's few ranked values are hash joins; a merge join would sort every
+    // expanded event (seven or more rows per event) by its text value first.
+    await runner.query(`SET LOCAL enable_mergejoin = off`);
     await runner.query(`WITH ${breakdownCtes(namesParam, exprs)}${BREAKDOWN_INSERT}`, params);
+    await runner.query(`RESET enable_mergejoin`);
   }
 
   /** The payload keys the app declared as dimensions. */
