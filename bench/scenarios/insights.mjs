@@ -104,9 +104,7 @@ async function openServices(dist, url) {
   const load = requireDist(dist);
   const { loadConfig } = load('src/config/config.js');
   const { openServices: open } = load('src/cli/services.js');
-  return open({ ...loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'warn' }), rollupsEnabled: false }, [
-    'rollups',
-  ]);
+  return open({ ...loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'warn' }), rollupsEnabled: false });
 }
 
 /** p50 and p95 of `n` sequential GETs, after two to warm up; checks every answer with `check`. */

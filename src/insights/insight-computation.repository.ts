@@ -33,45 +33,22 @@ export function idKey(secret: string, id: string): string {
 const SECRET_CTE = `k AS (SELECT pii_secret AS s FROM apps WHERE id = $1)`;
 
 /**
- * A CTE `<name>` of the bytes of one bitmap per key: the key columns `keys`, a byte number `b`
- * (numbers 8b to 8b + 7) and its value `v`, from `members` (the key columns and a dense number
- * `no`). A member listed twice sets its bit twice: `members` need not be distinct.
+ * Two CTEs that turn `members` (the key columns `keys` and a dense number `no`) into one bitmap
+ * per key, `<name>`: bit n is set when number n is a member. Built as hexadecimal text, a byte
+ * per eight numbers, the gaps filled with zero bytes, so the cost follows the members, not the
+ * bitmap's length. A member listed twice sets its bit twice: `members` need not be distinct.
  */
-function bytesCte(name: string, members: string, keys: string): string {
+function bitmapCtes(name: string, members: string, keys: string): string {
   return `
-  ${name} AS (
+  ${name}_bytes AS (
     SELECT ${keys}, no >> 3 AS b, bit_or(1 << (7 - (no & 7))) AS v FROM ${members} GROUP BY ${keys}, no >> 3
-  )`;
-}
-
-/**
- * A CTE `<name>` that turns `bytes` (the key columns, `b` and `v`, as `bytesCte` gives) into one
- * bitmap per key: `bits`, whose bit i stands for number `from_no` + i. The bitmap spans only the
- * bytes from the key's first member to its last (a band), built as hexadecimal text with the
- * gaps filled by zero bytes, so the cost follows the members, not the numbers' range.
- */
-function bandCte(name: string, bytes: string, keys: string): string {
-  return `
+  ),
   ${name} AS (
-    SELECT ${keys}, (min(b) * 8)::int AS from_no,
+    SELECT ${keys},
            ('x' || string_agg(repeat('00', gap) || lpad(to_hex(v), 2, '0'), '' ORDER BY b))::varbit AS bits
-      FROM (SELECT *, (b - lag(b, 1, b - 1) OVER (PARTITION BY ${keys} ORDER BY b) - 1)::int AS gap
-              FROM ${bytes}) g
+      FROM (SELECT *, (b - coalesce(lag(b) OVER (PARTITION BY ${keys} ORDER BY b), -1) - 1)::int AS gap
+              FROM ${name}_bytes) g
      GROUP BY ${keys}
-  )`;
-}
-
-/**
- * A CTE `<name>` (id, no): the numbers of the distinct ids of column `column` of `ev`, for the
- * app's `kind`; each id is hashed once, not once per event.
- */
-function numbersCte(name: string, ev: string, column: string, kind: 'u' | 's'): string {
-  return `
-  ${name} AS (
-    SELECT d.id, i.no
-      FROM (SELECT DISTINCT ${column} AS id FROM ${ev} WHERE ${column} IS NOT NULL) d
-     CROSS JOIN k
-      JOIN insight_ids i ON i.app_id = $1 AND i.kind = '${kind}' AND i.key = ${idKey('k.s', 'd.id')}
   )`;
 }
 
@@ -86,68 +63,6 @@ export async function bitmapLength(runner: Sql, appId: string, kind: 'u' | 's'):
   )) as { next_no: number }[];
   return Math.max(8, Math.ceil((rows[0]?.next_no ?? 0) / 8) * 8);
 }
-
-/**
- * The CTEs of a day's breakdowns ($1 app, $4 and $5 the day's bounds, $7 the value bound).
- * Each event's values of every dimension (`exprs`, named by `namesParam`) are expanded once;
- * the statistics and the bytes of the user and session bitmaps are aggregated per (mode,
- * dimension, value) first, and the value bound is applied to those few rows after.
- */
-function breakdownCtes(namesParam: string, exprs: string[]): string {
-  return `${SECRET_CTE},
-  ev AS MATERIALIZED (
-    SELECT e.is_test_mode, e.float_value, e.anonymous_user_id AS uid, e.session_id AS sid,
-           ARRAY[${exprs.join(', ')}] AS vals
-      FROM events e
-     WHERE e.app_id = $1 AND e.ts >= $4 AND e.ts < $5
-  ), ${numbersCte('unos', 'ev', 'uid', 'u')}, ${numbersCte('snos', 'ev', 'sid', 's')},
-  x AS MATERIALIZED (
-    SELECT ev.is_test_mode, d.dim, coalesce(d.value, '') AS val, d.value IS NULL AS missing,
-           ev.float_value, u.no AS uno, s.no AS sno
-      FROM ev
-      LEFT JOIN unos u ON u.id = ev.uid
-      LEFT JOIN snos s ON s.id = ev.sid
-     CROSS JOIN LATERAL unnest(${namesParam}, ev.vals) AS d(dim, value)
-  ), per AS (
-    SELECT is_test_mode, dim, val, missing, count(*) AS events, count(float_value) AS fv_count,
-           sum(float_value::numeric) AS fv_sum, min(float_value) AS fv_min, max(float_value) AS fv_max
-      FROM x GROUP BY is_test_mode, dim, val, missing
-  ), tag0 AS (
-    SELECT dim, val, missing,
-           (CASE WHEN rn > $7 THEN 2 WHEN missing THEN 1 ELSE 0 END)::smallint AS kind,
-           CASE WHEN rn > $7 THEN '' ELSE val END AS value
-      FROM (SELECT dim, val, missing,
-                   row_number() OVER (PARTITION BY dim ORDER BY sum(events) DESC, missing, val) AS rn
-              FROM per GROUP BY dim, val, missing) r
-  ), tag AS (
-    -- gid: a small integer per row to write, so that the bitmaps' bytes sort on integers.
-    SELECT *, dense_rank() OVER (ORDER BY dim, kind, value)::int AS gid FROM tag0
-  ), stats AS (
-    SELECT p.is_test_mode, t.gid, t.dim, t.kind, t.value, sum(p.events) AS events, sum(p.fv_count) AS fv_count,
-           -- least() and greatest() skip a null: a value without float values keeps a null sum.
-           greatest(least(sum(p.fv_sum), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
-           min(p.fv_min) AS fv_min, max(p.fv_max) AS fv_max
-      FROM per p JOIN tag t USING (dim, val, missing)
-     GROUP BY p.is_test_mode, t.gid, t.dim, t.kind, t.value
-  ), xt AS MATERIALIZED (
-    SELECT x.is_test_mode, t.gid, x.uno, x.sno FROM x JOIN tag t USING (dim, val, missing)
-  ),
-  ${bytesCte('ubytes', '(SELECT is_test_mode, gid, uno AS no FROM xt WHERE uno IS NOT NULL) m', 'is_test_mode, gid')},
-  ${bytesCte('sbytes', '(SELECT is_test_mode, gid, sno AS no FROM xt WHERE sno IS NOT NULL) m', 'is_test_mode, gid')},
-  ${bandCte('ubits', 'ubytes', 'is_test_mode, gid')},
-  ${bandCte('sbits', 'sbytes', 'is_test_mode, gid')}`;
-}
-
-const BREAKDOWN_INSERT = `
-  INSERT INTO insight_breakdowns (app_id, rezone, dimension, day, is_test_mode, kind, value, events,
-                                  fv_count, fv_sum, fv_min, fv_max, users_from, users, sessions_from,
-                                  sessions, timezone, day_end, computed_at)
-  SELECT $1, $2, st.dim, $3::date, st.is_test_mode, st.kind, st.value, st.events, st.fv_count,
-         st.fv_sum, st.fv_min, st.fv_max, coalesce(ub.from_no, 0), coalesce(ub.bits, B''),
-         coalesce(sb.from_no, 0), coalesce(sb.bits, B''), $6, $5, now()
-    FROM stats st
-    LEFT JOIN ubits ub USING (is_test_mode, gid)
-    LEFT JOIN sbits sb USING (is_test_mode, gid)`;
 
 /**
  * The writes of insights, run by the rollup computation in its transaction: the dense numbers of
@@ -214,24 +129,23 @@ export class InsightComputationRepository {
     const rollups = day.rezone ? 'rollups_rezone' : 'rollups';
     await runner.query(
       `WITH ${SECRET_CTE},
-       ev AS MATERIALIZED (
-         SELECT e.is_test_mode, e.event_name::text AS event_name, e.anonymous_user_id AS uid
+       ev AS (
+         SELECT e.is_test_mode, e.event_name::text AS event_name, i.no
            FROM events e
-          WHERE e.app_id = $1 AND e.ts >= $4 AND e.ts < $5 AND e.anonymous_user_id IS NOT NULL
-       ), ${numbersCte('unos', 'ev', 'uid', 'u')},
-       numbered AS MATERIALIZED (
-         SELECT ev.is_test_mode, ev.event_name, n.no FROM ev JOIN unos n ON n.id = ev.uid
+          CROSS JOIN k
+           JOIN insight_ids i
+             ON i.app_id = $1 AND i.kind = 'u' AND i.key = ${idKey('k.s', 'e.anonymous_user_id')}
+          WHERE e.app_id = $1 AND e.ts >= $4 AND e.ts < $5
        ), members AS (
-         SELECT is_test_mode, ''::text AS name, no FROM numbered
+         SELECT is_test_mode, ''::text AS name, no FROM ev
          UNION ALL
-         SELECT is_test_mode, event_name, no FROM numbered
+         SELECT is_test_mode, event_name, no FROM ev
           WHERE event_name IN (SELECT event_name FROM ${rollups}
                                 WHERE app_id = $1 AND day = $3::date AND event_name <> '')
-       ), ${bytesCte('bytes', 'members', 'is_test_mode, name')},
-       ${bandCte('sets', 'bytes', 'is_test_mode, name')}
-       INSERT INTO insight_day_users (app_id, rezone, day, is_test_mode, event_name, users_from, users,
-                                      timezone, day_end, computed_at)
-       SELECT $1, $2, $3::date, is_test_mode, name, from_no, bits, $6, $5, now() FROM sets`,
+       ), ${bitmapCtes('sets', 'members', 'is_test_mode, name')}
+       INSERT INTO insight_day_users (app_id, rezone, day, is_test_mode, event_name, users, timezone,
+                                      day_end, computed_at)
+       SELECT $1, $2, $3::date, is_test_mode, name, bits, $6, $5, now() FROM sets`,
       [appId, day.rezone, day.day, new Date(day.start), new Date(day.end), day.zone],
     );
   }
@@ -260,11 +174,51 @@ export class InsightComputationRepository {
         return `$${params.length}::text`;
       }),
     );
-    // The joins with the day's few ranked values are hash joins; a merge join would sort every
-    // expanded event (seven or more rows per event) by its text value first.
-    await runner.query(`SET LOCAL enable_mergejoin = off`);
-    await runner.query(`WITH ${breakdownCtes(namesParam, exprs)}${BREAKDOWN_INSERT}`, params);
-    await runner.query(`RESET enable_mergejoin`);
+    await runner.query(
+      `WITH ${SECRET_CTE},
+       ev AS (
+         SELECT e.is_test_mode, e.float_value, u.no AS uno, s.no AS sno, d.dim, d.value
+           FROM events e
+          CROSS JOIN k
+           LEFT JOIN insight_ids u
+             ON u.app_id = $1 AND u.kind = 'u' AND u.key = ${idKey('k.s', 'e.anonymous_user_id')}
+           LEFT JOIN insight_ids s
+             ON s.app_id = $1 AND s.kind = 's' AND s.key = ${idKey('k.s', 'e.session_id')}
+          CROSS JOIN LATERAL unnest(${namesParam}, ARRAY[${exprs.join(', ')}]) AS d(dim, value)
+          WHERE e.app_id = $1 AND e.ts >= $4 AND e.ts < $5
+       ), ranked AS (
+         SELECT dim, coalesce(value, '') AS v, value IS NULL AS missing,
+                row_number() OVER (PARTITION BY dim ORDER BY count(*) DESC, value NULLS LAST) AS rn
+           FROM ev GROUP BY dim, value
+       ), tagged AS (
+         SELECT ev.is_test_mode, ev.dim, ev.float_value, ev.uno, ev.sno,
+                (CASE WHEN r.rn > $7 THEN 2 WHEN r.missing THEN 1 ELSE 0 END)::smallint AS kind,
+                CASE WHEN r.rn > $7 THEN '' ELSE r.v END AS value
+           FROM ev JOIN ranked r
+             ON r.dim = ev.dim AND r.v = coalesce(ev.value, '') AND r.missing = (ev.value IS NULL)
+       ), stats AS (
+         SELECT is_test_mode, dim, kind, value, count(*) AS events, count(float_value) AS fv_count,
+                -- least() and greatest() skip a null: a value without float values keeps a null sum.
+                CASE WHEN count(float_value) > 0
+                     THEN greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision
+                END AS fv_sum,
+                min(float_value) AS fv_min, max(float_value) AS fv_max
+           FROM tagged GROUP BY is_test_mode, dim, kind, value
+       ),
+       umembers AS (SELECT is_test_mode, dim, kind, value, uno AS no FROM tagged WHERE uno IS NOT NULL),
+       smembers AS (SELECT is_test_mode, dim, kind, value, sno AS no FROM tagged WHERE sno IS NOT NULL),
+       ${bitmapCtes('ubits', 'umembers', 'is_test_mode, dim, kind, value')},
+       ${bitmapCtes('sbits', 'smembers', 'is_test_mode, dim, kind, value')}
+       INSERT INTO insight_breakdowns (app_id, rezone, dimension, day, is_test_mode, kind, value, events,
+                                       fv_count, fv_sum, fv_min, fv_max, users, sessions, timezone,
+                                       day_end, computed_at)
+       SELECT $1, $2, st.dim, $3::date, st.is_test_mode, st.kind, st.value, st.events, st.fv_count,
+              st.fv_sum, st.fv_min, st.fv_max, coalesce(ub.bits, B''), coalesce(sb.bits, B''), $6, $5, now()
+         FROM stats st
+         LEFT JOIN ubits ub USING (is_test_mode, dim, kind, value)
+         LEFT JOIN sbits sb USING (is_test_mode, dim, kind, value)`,
+      params,
+    );
   }
 
   /** The payload keys the app declared as dimensions. */
@@ -303,12 +257,11 @@ export class InsightComputationRepository {
     try {
       const mask = await this.userMask(runner, appId, userIds);
       if (mask) {
-        // The mask's bits over the band of each set: numbers users_from to users_from + length - 1.
-        const band = `substring($2::varbit || 0::bit(${mask.pad}) FROM users_from + 1 FOR length(users))`;
         for (const table of ['insight_day_users', 'insight_breakdowns']) {
           await runner.query(
-            `UPDATE ${table} SET users = users & ~${band}
-              WHERE app_id = $1 AND bit_count(users & ${band}) > 0`,
+            `UPDATE ${table} SET users = users & ~substring($2::varbit || 0::bit(${mask.pad}) FOR length(users))
+              WHERE app_id = $1
+                AND bit_count(users & substring($2::varbit || 0::bit(${mask.pad}) FOR length(users))) > 0`,
             [appId, mask.bits],
           );
         }

@@ -79,16 +79,6 @@ function toRow(r: RawBreakdownRow): BreakdownRow {
 }
 
 /**
- * A stored bitmap (`bits`, bit i standing for number `from` + i) placed in the band of numbers
- * [lo, hi) that every row of its group shares, so that `bit_or` can combine them; `n` bounds
- * every band (the app's numbers so far, in whole bytes).
- */
-function inBand(bits: string, from: string, lo: string, hi: string, n: number): string {
-  return `substring(0::bit(${n}) FOR ${from} - ${lo}) || ${bits}
-          || substring(0::bit(${n}) FOR ${hi} - ${from} - length(${bits}))`;
-}
-
-/**
  * The top `limit` values per group (per day, or in all), and the rest folded into one row of
  * kind 2; `src` has the columns grp, kind, value, events, fv_*, and the unions u and s.
  */
@@ -129,7 +119,7 @@ export class InsightRepository {
       const n = await bitmapLength(db, appId, 'u');
       const rows = (await db.query(
         `WITH sets AS (
-           SELECT day, bit_or(overlay(0::bit(${n}) PLACING users FROM users_from + 1)) AS u,
+           SELECT day, bit_or(substring(users || 0::bit(${n}) FOR ${n})) AS u,
                   bool_and(computed_at >= day_end) AS settled
              FROM insight_day_users
             WHERE app_id = $1 AND NOT rezone AND event_name = $2 AND is_test_mode = ANY($3::boolean[])
@@ -162,21 +152,15 @@ export class InsightRepository {
       const ns = await bitmapLength(db, appId, 's');
       const grp = q.perDay ? 'day::text' : 'NULL::text';
       const rows = (await db.query(
-        `WITH rows AS (
-           SELECT ${grp} AS grp, *,
-                  min(users_from) OVER w AS u0, max(users_from + length(users)) OVER w AS u1,
-                  min(sessions_from) OVER w AS s0, max(sessions_from + length(sessions)) OVER w AS s1
+        `WITH per AS (
+           SELECT ${grp} AS grp, kind, value, sum(events) AS events, sum(fv_count) AS fv_count,
+                  sum(fv_sum::numeric) FILTER (WHERE fv_count > 0) AS fv_sum, min(fv_min) AS fv_min, max(fv_max) AS fv_max,
+                  bit_or(substring(users || 0::bit(${nu}) FOR ${nu})) AS u,
+                  bit_or(substring(sessions || 0::bit(${ns}) FOR ${ns})) AS s
              FROM insight_breakdowns
             WHERE app_id = $1 AND NOT rezone AND dimension = $2 AND is_test_mode = ANY($3::boolean[])
               AND day BETWEEN $4::date AND $5::date
-           WINDOW w AS (PARTITION BY ${grp})
-         ), per AS (
-           SELECT grp, kind, value, sum(events) AS events, sum(fv_count) AS fv_count,
-                  sum(fv_sum::numeric) FILTER (WHERE fv_count > 0) AS fv_sum, min(fv_min) AS fv_min, max(fv_max) AS fv_max,
-                  bit_or(${inBand('users', 'users_from', 'u0', 'u1', nu)}) AS u,
-                  bit_or(${inBand('sessions', 'sessions_from', 's0', 's1', ns)}) AS s
-             FROM rows
-            GROUP BY grp, kind, value
+            GROUP BY ${grp}, kind, value
          ), ${topAndOther('per', '$6')}
          ORDER BY date, k = 2, sum(events) DESC, k, v`,
         [appId, q.dimension, q.modes, q.fromDate, q.toDate, q.limit],
