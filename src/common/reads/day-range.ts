@@ -1,10 +1,10 @@
 import { invalidQuery } from '@app/common/query-validation.pipe';
 import { addDays, daySpan } from './time-params';
 
-export const DEFAULT_RANGE_DAYS = 30;
-export const MAX_SPAN_DAYS = 366;
+const DEFAULT_RANGE_DAYS = 30;
+const MAX_SPAN_DAYS = 366;
 
-export interface RangeQuery {
+interface RangeQuery {
   fromDate?: string;
   toDate?: string;
   range?: string;
