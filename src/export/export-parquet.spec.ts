@@ -23,9 +23,16 @@ import {
 } from './export-parquet';
 import type { CopyChunk } from './export.service';
 
+const utf8 = (c: (typeof PARQUET_COLUMNS)[number], value: unknown) =>
+  typeof value === 'string' && c.element.converted_type === 'UTF8' ? Buffer.from(value, 'utf8') : value;
+
 /**
  * The file the writer makes from the event records themselves, as GET /api/v1/events presents
  * them, with the same schema, options and row groups: what the export must send, byte for byte.
+ * Text goes in as its UTF-8 bytes, as the writer stores it: the writer sizes a string by its
+ * UTF-16 length and bytes by their count when it weighs a dictionary, so strings of several-byte
+ * characters could tip that choice where the same text as bytes does not (the values, and what
+ * a reader gets, are the same either way).
  */
 function fromRecords(records: ExportRecord[], groups: number[]): Buffer {
   const out = new ByteWriter();
@@ -41,7 +48,7 @@ function fromRecords(records: ExportRecord[], groups: number[]): Buffer {
     void writer.write({
       columnData: PARQUET_COLUMNS.map((c) => ({
         ...writerOptions(c),
-        data: group.map((record) => record[c.name]) as never[],
+        data: group.map((record) => utf8(c, record[c.name])) as never[],
       })),
       rowGroupSize: rows,
     });
