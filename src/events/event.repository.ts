@@ -4,6 +4,7 @@ import { withDriverClient } from '@app/database/driver-client';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import { microsLiteral, type CursorPosition } from '@app/common/reads/cursor';
 import { EVENT_ROW_COLUMNS, type EventRow } from '@app/common/reads/event-record';
+import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 
 export interface EventFilters {
   eventName?: string;
@@ -32,14 +33,14 @@ export class EventRepository {
     limit: number,
   ): Promise<EventRow[]> {
     const params: unknown[] = [appId];
-    const where = ['app_id = $1'];
+    const where = [`${c.appId} = $1`];
     const add = (sql: string, value: unknown) => {
       params.push(value);
       where.push(sql.replace('?', `$${params.length}`));
     };
-    if (filters.eventName !== undefined) add('event_name = ?', filters.eventName);
-    if (filters.anonymousUserId !== undefined) add('anonymous_user_id = ?', filters.anonymousUserId);
-    if (filters.sessionId !== undefined) add('session_id = ?', filters.sessionId);
+    if (filters.eventName !== undefined) add(`${c.eventName} = ?`, filters.eventName);
+    if (filters.anonymousUserId !== undefined) add(`${c.anonymousUserId} = ?`, filters.anonymousUserId);
+    if (filters.sessionId !== undefined) add(`${c.sessionId} = ?`, filters.sessionId);
     const filtered =
       filters.eventName !== undefined ||
       filters.anonymousUserId !== undefined ||
@@ -50,14 +51,16 @@ export class EventRepository {
       // column lets the planner see that the index follows the table's order and cost the
       // lookup as a read of the few matching ranges, not of the whole day, which would lose to
       // a scan of the app's rows.
-      where.push(`received_at > '-infinity'::timestamptz`);
+      where.push(`${c.receivedAt} > '-infinity'::timestamptz`);
     }
-    if (filters.fromMs !== undefined) add('ts >= ?', new Date(filters.fromMs).toISOString());
-    if (filters.toMs !== undefined) add('ts < ?', new Date(filters.toMs).toISOString());
-    if (filters.testMode !== 'all') add('is_test_mode = ?', filters.testMode === 'true');
+    if (filters.fromMs !== undefined) add(`${c.timestamp} >= ?`, new Date(filters.fromMs).toISOString());
+    if (filters.toMs !== undefined) add(`${c.timestamp} < ?`, new Date(filters.toMs).toISOString());
+    if (filters.testMode !== 'all') add(`${c.isTestMode} = ?`, filters.testMode === 'true');
     if (after) {
       params.push(microsLiteral(after.receivedUs), after.id.toString());
-      where.push(`(received_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
+      where.push(
+        `(${c.receivedAt}, ${c.id}) < ($${params.length - 1}::timestamptz, $${params.length}::bigint)`,
+      );
     }
     params.push(limit);
     // The ORDER BY names the table's columns: the bare `id` would be the text output column,
@@ -65,7 +68,7 @@ export class EventRepository {
     const sql = `SELECT ${EVENT_ROW_COLUMNS}
          FROM events
         WHERE ${where.join(' AND ')}
-        ORDER BY events.received_at DESC, events.id DESC
+        ORDER BY events.${c.receivedAt} DESC, events.${c.id} DESC
         LIMIT $${params.length}`;
     if (filtered) return (await this.read.run((db) => db.query(sql, params))) as EventRow[];
     // Without a filter the (app_id, received_at DESC, id DESC) index gives the page in order, and

@@ -3,6 +3,7 @@ import type { QuarantineEvent, Rejection, Violation } from '@app/common/plans/in
 import { EVENT_LIMITS, REDACTED } from './ingest.limits';
 import type { AcceptedEvent, EventErrorCode, EventIssue, Payload } from './ingest.types';
 import { detectPii, identifierKind } from './pii';
+import { keyOf, SENT_FIELDS, type SentField } from '@app/common/events/event-fields';
 
 /** Where an event came from: `POST /api/ingest`, or the Segment or PostHog wire format. */
 export type IngestSource = 'native' | 'segment' | 'posthog';
@@ -102,9 +103,25 @@ function keptPayload(value: unknown): Payload | null {
   return n === 0 ? null : out;
 }
 
+/** What the quarantine keeps of one sent field of an event the field rules refused. */
+function keptValue(f: SentField, value: unknown): unknown {
+  switch (f.type) {
+    case 'text':
+      return text(value, 'maxLength' in f ? f.maxLength : EVENT_LIMITS.contextMax);
+    case 'int8':
+      return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
+    case 'bool':
+      return value === true;
+    case 'float8':
+      return typeof value === 'number' && Number.isFinite(value) ? value : null;
+    case 'json':
+      return keptPayload(value);
+  }
+}
+
 /**
- * What the quarantine keeps of an event the field rules refused: the parts that are storable as
- * they are, user ids already pseudonymised by the caller, personal data never raw.
+ * What the quarantine keeps of an event the field rules refused: each sent field's part that is
+ * storable as it is, user ids already pseudonymised by the caller, personal data never raw.
  */
 export function keptEvent(
   raw: unknown,
@@ -116,29 +133,18 @@ export function keptEvent(
     string,
     unknown
   >;
-  const { contextMax, identifierMax } = EVENT_LIMITS;
-  let user = text(ev.anonymousUserId, identifierMax);
+  const kept = Object.fromEntries(SENT_FIELDS.map((f) => [keyOf(f), keptValue(f, ev[f.name])])) as Omit<
+    QuarantineEvent,
+    'ts'
+  >;
+  const user = kept.anonymousUserId;
   const kind = user === null ? null : identifierKind(user);
-  if (kind !== null) user = pseudonymise(kind, user!);
-  const time = ev.eventTime;
-  const floatValue = ev.floatValue;
   return {
-    eventName: text(ev.eventName, EVENT_LIMITS.eventNameMax) ?? '(invalid)',
-    eventId: text(ev.eventId, identifierMax),
-    anonymousUserId: user,
-    sessionId: text(ev.sessionId, identifierMax),
-    eventTime: typeof time === 'number' && Number.isSafeInteger(time) && time >= 0 ? time : null,
+    ...kept,
+    eventName: kept.eventName ?? '(invalid)',
+    anonymousUserId: kind === null ? user : pseudonymise(kind, user!),
     ts: receivedAt,
-    isTestMode: testMode || ev.isTestMode === true,
-    platform: text(ev.platform, contextMax),
-    appVersion: text(ev.appVersion, contextMax),
-    buildNumber: text(ev.buildNumber, contextMax),
-    osVersion: text(ev.osVersion, contextMax),
-    deviceModel: text(ev.deviceModel, contextMax),
-    locale: text(ev.locale, contextMax),
-    timezone: text(ev.timezone, contextMax),
-    floatValue: typeof floatValue === 'number' && Number.isFinite(floatValue) ? floatValue : null,
-    payload: keptPayload(ev.payload),
+    isTestMode: testMode || kept.isTestMode,
   };
 }
 

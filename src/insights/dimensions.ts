@@ -1,25 +1,29 @@
 import { hasControlCharacter } from '@app/common/control-characters';
+import {
+  DIMENSION_FIELDS,
+  EVENT_COLUMN,
+  eventField,
+  type DimensionName,
+} from '@app/common/events/event-fields';
 
 /**
- * The breakdown dimensions: the stored event's built-in fields, by their API name and column,
- * and the payload keys an app declares. This is the one place that maps a dimension to the
- * events table.
+ * The breakdown dimensions: the stored event's built-in ones (the field table's `dimension`
+ * fields, by their API name and column), and the payload keys an app declares. This is the one
+ * place that maps a dimension to the events table.
  */
-export const BUILT_IN_DIMENSIONS = [
-  { name: 'eventName', column: 'event_name' },
-  { name: 'platform', column: 'platform' },
-  { name: 'appVersion', column: 'app_version' },
-  { name: 'osVersion', column: 'os_version' },
-  { name: 'deviceModel', column: 'device_model' },
-  { name: 'locale', column: 'locale' },
-] as const;
+export const BUILT_IN_DIMENSIONS = DIMENSION_FIELDS;
 
-export type BuiltInDimension = (typeof BUILT_IN_DIMENSIONS)[number]['name'];
+export type BuiltInDimension = DimensionName;
+
+export const PAYLOAD_PREFIX = 'payload.';
+
+/** The dimensions a breakdown takes, as its error names them. */
+export const DIMENSION_CHOICES = `${BUILT_IN_DIMENSIONS.map((d) => d.name).join(', ')} or ${PAYLOAD_PREFIX}<key>`;
 
 /** Dimensions that take an equality filter on a breakdown (every built-in one but eventName, which has its own). */
 export const FILTER_DIMENSIONS = BUILT_IN_DIMENSIONS.filter((d) => d.name !== 'eventName');
 
-export const PAYLOAD_PREFIX = 'payload.';
+const LEGACY_PAYLOAD = eventField('payload').legacyColumn;
 
 /** At most this many payload keys per app. */
 export const MAX_DECLARED_DIMENSIONS = 10;
@@ -47,5 +51,5 @@ export function dimensionSql(name: string, param: () => string): string {
   const column = builtInColumn(name);
   if (column) return `e.${column}::text`;
   const p = param();
-  return `coalesce(e.payload_json ->> ${p}, e.payload ->> ${p})`;
+  return `coalesce(e.${EVENT_COLUMN.payload} ->> ${p}, e.${LEGACY_PAYLOAD} ->> ${p})`;
 }

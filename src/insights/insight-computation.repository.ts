@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
 import { dimensionSql, dimensionsOf } from './dimensions';
+import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 
 /** One local day to compute (the rollup computation's target). */
 export interface InsightDay {
@@ -82,14 +83,14 @@ export class InsightComputationRepository {
   /** Gives the day's users and sessions not numbered yet the next numbers of the app. */
   async numberNewIds(runner: Sql, appId: string, day: InsightDay): Promise<void> {
     for (const [kind, column] of [
-      ['u', 'anonymous_user_id'],
-      ['s', 'session_id'],
+      ['u', c.anonymousUserId],
+      ['s', c.sessionId],
     ]) {
       await runner.query(
         `WITH ${SECRET_CTE},
          fresh AS (
            SELECT DISTINCT ${idKey('k.s', `e.${column}`)} AS key FROM events e CROSS JOIN k
-            WHERE e.app_id = $1 AND e.ts >= $2 AND e.ts < $3 AND e.${column} IS NOT NULL
+            WHERE e.${c.appId} = $1 AND e.${c.timestamp} >= $2 AND e.${c.timestamp} < $3 AND e.${column} IS NOT NULL
          ), todo AS (
            SELECT f.key FROM fresh f
             WHERE NOT EXISTS (SELECT 1 FROM insight_ids i
@@ -130,12 +131,12 @@ export class InsightComputationRepository {
     await runner.query(
       `WITH ${SECRET_CTE},
        ev AS (
-         SELECT e.is_test_mode, e.event_name::text AS event_name, i.no
+         SELECT e.${c.isTestMode} AS is_test_mode, e.${c.eventName}::text AS event_name, i.no
            FROM events e
           CROSS JOIN k
            JOIN insight_ids i
-             ON i.app_id = $1 AND i.kind = 'u' AND i.key = ${idKey('k.s', 'e.anonymous_user_id')}
-          WHERE e.app_id = $1 AND e.ts >= $4 AND e.ts < $5
+             ON i.app_id = $1 AND i.kind = 'u' AND i.key = ${idKey('k.s', `e.${c.anonymousUserId}`)}
+          WHERE e.${c.appId} = $1 AND e.${c.timestamp} >= $4 AND e.${c.timestamp} < $5
        ), members AS (
          SELECT is_test_mode, ''::text AS name, no FROM ev
          UNION ALL
@@ -177,32 +178,32 @@ export class InsightComputationRepository {
     await runner.query(
       `WITH ${SECRET_CTE},
        ev AS (
-         SELECT e.is_test_mode, e.float_value, u.no AS uno, s.no AS sno, d.dim, d.value
+         SELECT e.${c.isTestMode} AS is_test_mode, e.${c.floatValue} AS fv, u.no AS uno, s.no AS sno, d.dim, d.value
            FROM events e
           CROSS JOIN k
            LEFT JOIN insight_ids u
-             ON u.app_id = $1 AND u.kind = 'u' AND u.key = ${idKey('k.s', 'e.anonymous_user_id')}
+             ON u.app_id = $1 AND u.kind = 'u' AND u.key = ${idKey('k.s', `e.${c.anonymousUserId}`)}
            LEFT JOIN insight_ids s
-             ON s.app_id = $1 AND s.kind = 's' AND s.key = ${idKey('k.s', 'e.session_id')}
+             ON s.app_id = $1 AND s.kind = 's' AND s.key = ${idKey('k.s', `e.${c.sessionId}`)}
           CROSS JOIN LATERAL unnest(${namesParam}, ARRAY[${exprs.join(', ')}]) AS d(dim, value)
-          WHERE e.app_id = $1 AND e.ts >= $4 AND e.ts < $5
+          WHERE e.${c.appId} = $1 AND e.${c.timestamp} >= $4 AND e.${c.timestamp} < $5
        ), ranked AS (
          SELECT dim, coalesce(value, '') AS v, value IS NULL AS missing,
                 row_number() OVER (PARTITION BY dim ORDER BY count(*) DESC, value NULLS LAST) AS rn
            FROM ev GROUP BY dim, value
        ), tagged AS (
-         SELECT ev.is_test_mode, ev.dim, ev.float_value, ev.uno, ev.sno,
+         SELECT ev.is_test_mode, ev.dim, ev.fv, ev.uno, ev.sno,
                 (CASE WHEN r.rn > $7 THEN 2 WHEN r.missing THEN 1 ELSE 0 END)::smallint AS kind,
                 CASE WHEN r.rn > $7 THEN '' ELSE r.v END AS value
            FROM ev JOIN ranked r
              ON r.dim = ev.dim AND r.v = coalesce(ev.value, '') AND r.missing = (ev.value IS NULL)
        ), stats AS (
-         SELECT is_test_mode, dim, kind, value, count(*) AS events, count(float_value) AS fv_count,
+         SELECT is_test_mode, dim, kind, value, count(*) AS events, count(fv) AS fv_count,
                 -- least() and greatest() skip a null: a value without float values keeps a null sum.
-                CASE WHEN count(float_value) > 0
-                     THEN greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision
+                CASE WHEN count(fv) > 0
+                     THEN greatest(least(sum(fv::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision
                 END AS fv_sum,
-                min(float_value) AS fv_min, max(float_value) AS fv_max
+                min(fv) AS fv_min, max(fv) AS fv_max
            FROM tagged GROUP BY is_test_mode, dim, kind, value
        ),
        umembers AS (SELECT is_test_mode, dim, kind, value, uno AS no FROM tagged WHERE uno IS NOT NULL),

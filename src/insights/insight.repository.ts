@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ReadDatabase } from '@app/database/read-database';
 import { bitmapLength } from './insight-computation.repository';
 import { dimensionSql, FILTER_DIMENSIONS } from './dimensions';
+import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 
 /** One bucket of active users: its inclusive local days. */
 export interface DayBucket {
@@ -182,12 +183,12 @@ export class InsightRepository {
     let day = 'NULL::text';
     if (q.perDay) {
       params.push(window.zone);
-      day = `(e.ts AT TIME ZONE $${params.length}::text)::date::text`;
+      day = `(e.${c.timestamp} AT TIME ZONE $${params.length}::text)::date::text`;
     }
     const where: string[] = [];
     if (q.eventName !== undefined) {
       params.push(q.eventName);
-      where.push(`e.event_name = $${params.length}`);
+      where.push(`e.${c.eventName} = $${params.length}`);
     }
     for (const d of FILTER_DIMENSIONS) {
       const value = q.filters[d.name];
@@ -202,9 +203,11 @@ export class InsightRepository {
     return this.read.run(async (db) => {
       const rows = (await db.query(
         `WITH ev AS (
-           SELECT ${day} AS grp, ${value} AS value, e.anonymous_user_id, e.session_id, e.float_value
+           SELECT ${day} AS grp, ${value} AS value, e.${c.anonymousUserId} AS uid, e.${c.sessionId} AS sid,
+                  e.${c.floatValue} AS fv
              FROM events e
-            WHERE e.app_id = $1 AND e.ts >= $2 AND e.ts < $3 AND e.is_test_mode = ANY($4::boolean[])
+            WHERE e.${c.appId} = $1 AND e.${c.timestamp} >= $2 AND e.${c.timestamp} < $3
+              AND e.${c.isTestMode} = ANY($4::boolean[])
               ${where.map((w) => `AND ${w}`).join(' ')}
          ), ranked AS (
            SELECT grp, value IS NULL AS missing, coalesce(value, '') AS v,
@@ -215,10 +218,10 @@ export class InsightRepository {
          SELECT r.grp AS date,
                 CASE WHEN r.rn > $5 THEN 2 WHEN r.missing THEN 1 ELSE 0 END AS kind,
                 CASE WHEN r.rn > $5 THEN '' ELSE r.v END AS value,
-                count(*)::text AS events, count(DISTINCT ev.anonymous_user_id)::text AS users,
-                count(DISTINCT ev.session_id)::text AS sessions, count(ev.float_value)::text AS fv_count,
-                greatest(least(sum(ev.float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
-                min(ev.float_value) AS fv_min, max(ev.float_value) AS fv_max
+                count(*)::text AS events, count(DISTINCT ev.uid)::text AS users,
+                count(DISTINCT ev.sid)::text AS sessions, count(ev.fv)::text AS fv_count,
+                greatest(least(sum(ev.fv::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
+                min(ev.fv) AS fv_min, max(ev.fv) AS fv_max
            FROM ev JOIN ranked r
              ON coalesce(r.grp, '') = coalesce(ev.grp, '') AND r.v = coalesce(ev.value, '')
             AND r.missing = (ev.value IS NULL)

@@ -6,7 +6,7 @@ import { addDays } from '@app/common/reads/time-params';
 import { resolveRange } from '@app/common/reads/day-range';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import { localDateString, localDayBounds, localDayStart } from '@app/common/timezones';
-import { builtInColumn, FILTER_DIMENSIONS, PAYLOAD_PREFIX } from './dimensions';
+import { builtInColumn, DIMENSION_CHOICES, FILTER_DIMENSIONS, PAYLOAD_PREFIX } from './dimensions';
 import type { ActiveUsersQueryDto, BreakdownQueryDto } from './insights-query.dto';
 import type { ActiveUsersRowDto, BreakdownRowDto } from './insights-record.dto';
 import { BreakdownRow, DayBucket, InsightRepository } from './insight.repository';
@@ -141,8 +141,7 @@ export class InsightsService {
     if (by.startsWith(PAYLOAD_PREFIX) && declared.includes(by.slice(PAYLOAD_PREFIX.length))) return by;
     throw new AppError(
       'unknown_dimension',
-      `by must be eventName, platform, appVersion, osVersion, deviceModel, locale or payload.<key> for a ` +
-        `declared key; got "${by.slice(0, 200)}"`,
+      `by must be ${DIMENSION_CHOICES} for a ` + `declared key; got "${by.slice(0, 200)}"`,
       {
         errors: [
           { field: 'by', code: 'unknown_dimension', message: `unknown dimension "${by.slice(0, 200)}"` },

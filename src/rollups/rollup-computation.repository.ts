@@ -4,6 +4,7 @@ import { DataSource, QueryRunner } from 'typeorm';
 import { ADVISORY_LOCKS } from '@app/database/advisory-locks';
 import { sqlState } from '@app/database/transient-error';
 import { RollupSteps, type LocalDayTarget } from './rollup-steps';
+import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 
 export type { LocalDayTarget } from './rollup-steps';
 
@@ -140,18 +141,18 @@ export class RollupComputationRepository {
     const where: string[] = [];
     if (scope.appId !== undefined) {
       params.push(scope.appId);
-      where.push(`app_id = $${params.length}`);
+      where.push(`${c.appId} = $${params.length}`);
     }
     if (scope.from !== undefined) {
       params.push(scope.from);
-      where.push(`ts >= ($${params.length}::date::timestamp AT TIME ZONE 'UTC')`);
+      where.push(`${c.timestamp} >= ($${params.length}::date::timestamp AT TIME ZONE 'UTC')`);
     }
     if (scope.to !== undefined) {
       params.push(scope.to);
-      where.push(`ts < (($${params.length}::date + 1)::timestamp AT TIME ZONE 'UTC')`);
+      where.push(`${c.timestamp} < (($${params.length}::date + 1)::timestamp AT TIME ZONE 'UTC')`);
     }
     return (await runner.query(
-      `SELECT DISTINCT app_id AS "appId", (ts AT TIME ZONE 'UTC')::date::text AS day
+      `SELECT DISTINCT ${c.appId} AS "appId", (${c.timestamp} AT TIME ZONE 'UTC')::date::text AS day
          FROM events
         ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
         ORDER BY day, "appId"`,
@@ -223,17 +224,18 @@ export class RollupComputationRepository {
               fv_count, fv_sum, fv_min, fv_max, now(), $3::text, $5::timestamptz
          FROM (SELECT g.*, dense_rank() OVER (PARTITION BY name = '' ORDER BY name_events DESC, name) AS name_rank
                  FROM (
-       SELECT is_test_mode, CASE WHEN GROUPING(event_name) = 1 THEN '' ELSE event_name END AS name,
-              count(*) AS events, count(DISTINCT anonymous_user_id) AS unique_users,
-              count(DISTINCT session_id) AS unique_sessions, count(float_value) AS fv_count,
-              greatest(least(sum(float_value::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
-              min(float_value) AS fv_min, max(float_value) AS fv_max,
-              sum(count(*)) OVER (PARTITION BY GROUPING(event_name), event_name) AS name_events
+       SELECT ${c.isTestMode} AS is_test_mode,
+              CASE WHEN GROUPING(${c.eventName}) = 1 THEN '' ELSE ${c.eventName} END AS name,
+              count(*) AS events, count(DISTINCT ${c.anonymousUserId}) AS unique_users,
+              count(DISTINCT ${c.sessionId}) AS unique_sessions, count(${c.floatValue}) AS fv_count,
+              greatest(least(sum(${c.floatValue}::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
+              min(${c.floatValue}) AS fv_min, max(${c.floatValue}) AS fv_max,
+              sum(count(*)) OVER (PARTITION BY GROUPING(${c.eventName}), ${c.eventName}) AS name_events
          FROM events
-        WHERE app_id = $1::uuid
-          AND ts >= $4::timestamptz
-          AND ts < $5::timestamptz
-        GROUP BY GROUPING SETS ((is_test_mode, event_name), (is_test_mode))
+        WHERE ${c.appId} = $1::uuid
+          AND ${c.timestamp} >= $4::timestamptz
+          AND ${c.timestamp} < $5::timestamptz
+        GROUP BY GROUPING SETS ((${c.isTestMode}, ${c.eventName}), (${c.isTestMode}))
                  ) g) ranked
         WHERE name = '' OR name_rank <= $6
        ON CONFLICT (app_id, day, is_test_mode, event_name) DO UPDATE

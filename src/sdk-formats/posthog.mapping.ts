@@ -12,21 +12,16 @@ import {
   type MappingWarning,
   type TallyEvent,
 } from './sdk-mapping';
+import { WIRE_FIELDS, type WireField } from '@app/common/events/event-fields';
 
 /** PostHog events that are counted and not stored (person and group updates). */
 const ACKNOWLEDGED = new Set(['$identify', '$create_alias', '$groupidentify', '$set']);
 
-/** `$`-properties → Tally fields. */
-const SPECIAL_PROPERTIES: Record<string, string> = Object.assign(Object.create(null) as object, {
-  $session_id: 'sessionId',
-  $os: 'platform',
-  $os_version: 'osVersion',
-  $app_version: 'appVersion',
-  $app_build: 'buildNumber',
-  $device_model: 'deviceModel',
-  $locale: 'locale',
-  $timezone: 'timezone',
-});
+/** `$`-properties → the fields they carry (the field table's `wire.posthog`). */
+const SPECIAL_PROPERTIES: Record<string, WireField> = Object.assign(
+  Object.create(null) as object,
+  Object.fromEntries(WIRE_FIELDS.map((f) => [f.wire.posthog, f])),
+);
 
 const DOLLAR = 0x24;
 
@@ -43,9 +38,8 @@ function putProperties(event: TallyEvent, properties: Record<string, unknown>, c
     const value = properties[key];
     if (key.charCodeAt(0) === DOLLAR) {
       const to = SPECIAL_PROPERTIES[key];
-      // PostHog's Android SDK sends the build as a number.
       if (to !== undefined)
-        put(event, to, to === 'buildNumber' && typeof value === 'number' ? String(value) : value);
+        put(event, to.name, to.wire.numberAsText && typeof value === 'number' ? String(value) : value);
     } else if (key !== 'token' && key !== 'api_key' && key !== 'distinct_id') {
       flattenInto((payload ??= {}), value, key, 0, ctx);
     }

@@ -12,6 +12,7 @@ import {
   type MappingWarning,
   type TallyEvent,
 } from './sdk-mapping';
+import { WIRE_FIELDS } from '@app/common/events/event-fields';
 
 /** The Segment HTTP Tracking API's endpoints under /api/segment/v1/, by path segment. */
 export const SEGMENT_ENDPOINTS = {
@@ -41,29 +42,23 @@ export const SEGMENT_SCREEN_EVENT = 'Screen.viewed';
 
 const NONE: Record<string, unknown> = {};
 
-/** A part of the context: the message's own, else the batch's (read, not merged, per message). */
-function part(
-  own: Record<string, unknown>,
-  batch: Record<string, unknown>,
-  key: string,
-): Record<string, unknown> {
-  const value = own[key] !== undefined ? own[key] : batch[key];
-  return isObject(value) ? value : NONE;
-}
+/** Segment's context paths of the fields it carries as they are (the field table's `wire.segment`). */
+const CONTEXT_FIELDS = WIRE_FIELDS.flatMap(({ name, wire }) =>
+  wire.segment === undefined
+    ? []
+    : [{ name, path: wire.segment.split('.'), numberAsText: wire.numberAsText }],
+);
 
-/** A message's `context` fields (the batch's where the message has none) → Tally's context fields. */
+/**
+ * A message's `context` fields → Tally's fields. Each path's first part is the message's own,
+ * else the batch's (read, not merged, per message).
+ */
 function putContext(event: TallyEvent, own: Record<string, unknown>, batch: Record<string, unknown>): void {
-  const os = part(own, batch, 'os');
-  const app = part(own, batch, 'app');
-  const device = part(own, batch, 'device');
-  put(event, 'platform', os.name);
-  put(event, 'osVersion', os.version);
-  put(event, 'appVersion', app.version);
-  // Segment's mobile SDKs send the build as a string; some send a number.
-  put(event, 'buildNumber', typeof app.build === 'number' ? String(app.build) : app.build);
-  put(event, 'deviceModel', device.model);
-  put(event, 'locale', own.locale !== undefined ? own.locale : batch.locale);
-  put(event, 'timezone', own.timezone !== undefined ? own.timezone : batch.timezone);
+  for (const { name, path, numberAsText } of CONTEXT_FIELDS) {
+    let value = own[path[0]] !== undefined ? own[path[0]] : batch[path[0]];
+    for (let i = 1; i < path.length; i++) value = isObject(value) ? value[path[i]] : undefined;
+    put(event, name, numberAsText && typeof value === 'number' ? String(value) : value);
+  }
 }
 
 function eventNameOf(type: string, message: Record<string, unknown>): unknown {

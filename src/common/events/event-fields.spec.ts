@@ -10,6 +10,8 @@ import {
   keyOf,
   POSITION_FIELDS,
   SENT_FIELD_NAMES,
+  EVENT_COLUMN,
+  WIRE_FIELDS,
 } from './event-fields';
 
 /** Where @nestjs/swagger's ApiProperty lists a class's properties (its DECORATORS constant). */
@@ -52,6 +54,18 @@ describe('event fields', () => {
       fieldsFrom('event').flatMap((f) => (f.name === 'timestamp' ? [] : [f.name])),
     );
     expect(fieldsFrom('request').map((f) => f.name)).toEqual(['appId', 'receivedAt']);
+  });
+
+  it('names each column once in EVENT_COLUMN, and each SDK place once, for sent text fields only', () => {
+    expect(Object.keys(EVENT_COLUMN)).toEqual(EVENT_FIELDS.map((f) => f.name));
+    expect(EVENT_COLUMN.anonymousUserId).toBe('anonymous_user_id');
+    const posthog = WIRE_FIELDS.map((f) => f.wire.posthog);
+    expect(new Set(posthog).size).toBe(posthog.length);
+    for (const p of posthog) expect(p).toMatch(/^\$[a-z_]+$/);
+    const segment = WIRE_FIELDS.flatMap((f) => f.wire.segment ?? []);
+    expect(new Set(segment).size).toBe(segment.length);
+    for (const f of WIRE_FIELDS) expect([f.type, 'sent' in f]).toEqual(['text', true]);
+    expect(WIRE_FIELDS.filter((f) => f.wire.numberAsText).map((f) => f.name)).toEqual(['buildNumber']);
   });
 
   it('gives every type a binary array element but the stored id, which ingest never writes', () => {

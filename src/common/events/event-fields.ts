@@ -89,6 +89,19 @@ export interface EventFieldSpec {
   readonly epochMs?: true;
   /** Part of the keyset position reads page by (receivedAt then id); read in microseconds. */
   readonly position?: true;
+  /** Where the Segment and PostHog wire formats carry the field, for those they map as sent. */
+  readonly wire?: WireSource;
+}
+
+/**
+ * A field's place in the SDK wire formats (src/sdk-formats/): a dotted path in a Segment
+ * message's `context` (the message's own part, else the batch's), and a PostHog `$`-property.
+ */
+export interface WireSource {
+  readonly segment?: string;
+  readonly posthog: string;
+  /** A number sent there is taken as its decimal string (mobile SDKs send some builds as numbers). */
+  readonly numberAsText?: true;
 }
 
 const { eventNameMax, identifierMax, contextMax } = EVENT_LIMITS;
@@ -128,6 +141,7 @@ export const EVENT_FIELDS = [
     sent: true,
     maxLength: identifierMax,
     noControl: true,
+    wire: { posthog: '$session_id' },
   },
   {
     name: 'eventTime',
@@ -158,11 +172,15 @@ export const EVENT_FIELDS = [
     maxLength: identifierMax,
   },
   { name: 'isTestMode', column: 'is_test_mode', type: 'bool', nullable: false, source: 'event', sent: true },
-  context('platform', 'platform', true),
-  context('appVersion', 'app_version', true),
-  context('buildNumber', 'build_number', false),
-  context('osVersion', 'os_version', true),
-  context('deviceModel', 'device_model', true),
+  context('platform', 'platform', true, { segment: 'os.name', posthog: '$os' }),
+  context('appVersion', 'app_version', true, { segment: 'app.version', posthog: '$app_version' }),
+  context('buildNumber', 'build_number', false, {
+    segment: 'app.build',
+    posthog: '$app_build',
+    numberAsText: true,
+  }),
+  context('osVersion', 'os_version', true, { segment: 'os.version', posthog: '$os_version' }),
+  context('deviceModel', 'device_model', true, { segment: 'device.model', posthog: '$device_model' }),
   {
     name: 'locale',
     column: 'locale',
@@ -172,6 +190,7 @@ export const EVENT_FIELDS = [
     sent: true,
     format: 'bcp47',
     dimension: true,
+    wire: { segment: 'locale', posthog: '$locale' },
   },
   {
     name: 'timezone',
@@ -181,6 +200,7 @@ export const EVENT_FIELDS = [
     source: 'event',
     sent: true,
     format: 'timezone',
+    wire: { segment: 'timezone', posthog: '$timezone' },
   },
   { name: 'floatValue', column: 'float_value', type: 'float8', nullable: true, source: 'event', sent: true },
   {
@@ -198,7 +218,12 @@ export type EventField = (typeof EVENT_FIELDS)[number];
 export type EventFieldName = EventField['name'];
 
 /** A context field: an optional string of at most EVENT_LIMITS.contextMax characters. */
-function context<N extends string, C extends string, D extends boolean>(name: N, column: C, dimension: D) {
+function context<N extends string, C extends string, D extends boolean>(
+  name: N,
+  column: C,
+  dimension: D,
+  wire: WireSource,
+) {
   const field = {
     name,
     column,
@@ -207,6 +232,7 @@ function context<N extends string, C extends string, D extends boolean>(name: N,
     source: 'event',
     sent: true,
     maxLength: contextMax,
+    wire,
   } as const;
   return (dimension ? { ...field, dimension: true } : field) as D extends true
     ? typeof field & { readonly dimension: true }
@@ -240,6 +266,16 @@ export function columnOf<N extends EventFieldName>(name: N): ColumnOf<N> {
 
 type ColumnOf<N extends EventFieldName> = Extract<EventField, { name: N }>['column'];
 
+/**
+ * Every field's column by field name, for the statements over `events` that repositories write
+ * by hand (aggregates, filters): `${EVENT_COLUMN.sessionId}` rather than the column's name.
+ */
+export const EVENT_COLUMN = Object.freeze(
+  Object.fromEntries(EVENT_FIELDS.map((f) => [f.name, f.column])),
+) as {
+  readonly [F in EventField as F['name']]: F['column'];
+};
+
 /** The fields of one source, in record order. */
 export function fieldsFrom<S extends EventFieldSpec['source']>(
   source: S,
@@ -247,10 +283,10 @@ export function fieldsFrom<S extends EventFieldSpec['source']>(
   return EVENT_FIELDS.filter((f): f is Extract<EventField, { source: S }> => f.source === source);
 }
 
-/** The fields an ingest event may carry: anything else is ignored with a warning. */
-export const SENT_FIELD_NAMES: readonly EventFieldName[] = EVENT_FIELDS.filter((f) => 'sent' in f).map(
-  (f) => f.name,
-);
+export type SentField = Extract<EventField, { sent: true }>;
+/** The fields an ingest event may carry, in record order: anything else is ignored with a warning. */
+export const SENT_FIELDS: readonly SentField[] = EVENT_FIELDS.filter((f): f is SentField => 'sent' in f);
+export const SENT_FIELD_NAMES: readonly EventFieldName[] = SENT_FIELDS.map((f) => f.name);
 
 export type DimensionField = Extract<EventField, { dimension: true }>;
 /** The built-in breakdown dimensions: string fields of the event, in record order. */
@@ -261,3 +297,10 @@ export type DimensionName = DimensionField['name'];
 
 /** The keyset position reads page by, in order: the receive time, then the stored id. */
 export const POSITION_FIELDS = [eventField('receivedAt'), eventField('id')] as const;
+
+/** A field the SDK wire formats carry as it is, with where they carry it. */
+export type WireField = EventFieldSpec & { readonly name: EventFieldName; readonly wire: WireSource };
+/** The fields the Segment and PostHog formats map straight from where they carry them. */
+export const WIRE_FIELDS: readonly WireField[] = EVENT_FIELDS.filter(
+  (f): f is EventField & WireField => 'wire' in f,
+);
