@@ -1,4 +1,4 @@
-import { binaryCopy, plainRow } from './export-copy.fixtures';
+import { binaryCopy, plainRow } from '@test/factories/export-copy';
 import { completeRowsEnd, copyExtent } from './copy-rows';
 
 const rows = (n: number) =>

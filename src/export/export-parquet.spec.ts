@@ -9,7 +9,7 @@ import {
   SECRET,
   type StoredRow,
   storedRow,
-} from './export-copy.fixtures';
+} from '@test/factories/export-copy';
 import { copyExtent } from './copy-rows';
 import {
   type ExportRecord,

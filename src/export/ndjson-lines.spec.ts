@@ -9,7 +9,7 @@ import {
   SECRET,
   type StoredRow,
   storedRow,
-} from './export-copy.fixtures';
+} from '@test/factories/export-copy';
 import { ChunkBuffers } from './chunk-buffers';
 import { finishCopy } from './ndjson-lines';
 

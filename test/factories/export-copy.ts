@@ -1,11 +1,11 @@
 import { userKey } from '@app/common/user-keys';
 import { toEventRecord } from '@app/common/reads/event-record';
-import { ExportUserKeys } from './export-user-keys';
-import type { ExportRecord } from './export-parquet';
+import { ExportUserKeys } from '@app/export/export-user-keys';
+import type { ExportRecord } from '@app/export/export-parquet';
 import fc from 'fast-check';
 import type { EventRow } from '@app/common/reads/event-record';
 import type { EventRecordDto } from '@app/common/reads/event-record.dto';
-import { COLUMNS, EXPORT_FIELDS } from './copy-rows';
+import { COLUMNS, EXPORT_FIELDS } from '@app/export/copy-rows';
 
 /**
  * Stored rows for the export's tests: as PostgreSQL's binary COPY of the export's columns
