@@ -22,8 +22,8 @@ export class EventRepository {
   constructor(private readonly read: ReadDatabase) {}
 
   /**
-   * One page of an app's events, newest first by (received_at, id), strictly after `after`.
-   * The order matches the (app_id, received_at DESC, id DESC) indexes, and `from`/`to` bound
+   * One page of an app's events, newest first by (receivedAt, id), strictly after `after`.
+   * The order matches the (app, receivedAt DESC, id DESC) indexes, and `from`/`to` bound
    * `ts`, the partition key, so PostgreSQL reads only the partitions they cover.
    */
   async page(
@@ -47,7 +47,7 @@ export class EventRepository {
       filters.sessionId !== undefined;
     if (filtered) {
       // True of every row. The days ingest writes answer these three filters from a BRIN index
-      // that also summarizes `received_at` (src/storage/partition.repository.ts); naming the
+      // that also summarizes the receive time (src/storage/partition.repository.ts); naming the
       // column lets the planner see that the index follows the table's order and cost the
       // lookup as a read of the few matching ranges, not of the whole day, which would lose to
       // a scan of the app's rows.
@@ -71,7 +71,7 @@ export class EventRepository {
         ORDER BY events.${c.receivedAt} DESC, events.${c.id} DESC
         LIMIT $${params.length}`;
     if (filtered) return (await this.read.run((db) => db.query(sql, params))) as EventRow[];
-    // Without a filter the (app_id, received_at DESC, id DESC) index gives the page in order, and
+    // Without a filter the (app, receivedAt DESC, id DESC) index gives the page in order, and
     // reading it is always the right plan. But the days ingest writes are often not analyzed yet
     // (a new day's partition, a burst since the last autovacuum), and their estimate of a few
     // rows makes the planner fetch every row of the app and sort them instead: 25 ms for 16,000

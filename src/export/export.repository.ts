@@ -4,7 +4,7 @@ import { withDriverClient } from '@app/database/driver-client';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import { to as copyTo } from 'pg-copy-streams';
 import type { ChunkBuffers } from './chunk-buffers';
-import { eventField } from '@app/common/events/event-fields';
+import { EVENT_COLUMN as c, eventField } from '@app/common/events/event-fields';
 import { completeRowsEnd, EXPORT_FIELDS, type ExportPosition } from './copy-rows';
 
 export type { ExportPosition } from './copy-rows';
@@ -44,21 +44,21 @@ type SqlType = 'uuid' | 'timestamptz' | 'boolean' | 'bigint';
 /** The window's conditions, and the position's, over `events e`, their values as checked literals. */
 function windowWhere(window: ExportWindow, after: ExportPosition | null): string {
   const where = [
-    `e.app_id = ${literal(window.appId, 'uuid')}`,
-    `e.received_at >= ${literal(iso(window.fromMs), 'timestamptz')}`,
-    `e.received_at < ${literal(iso(window.toMs), 'timestamptz')}`,
+    `e.${c.appId} = ${literal(window.appId, 'uuid')}`,
+    `e.${c.receivedAt} >= ${literal(iso(window.fromMs), 'timestamptz')}`,
+    `e.${c.receivedAt} < ${literal(iso(window.toMs), 'timestamptz')}`,
   ];
   if (window.testMode !== 'all')
-    where.push(`e.is_test_mode = ${literal(window.testMode === 'true', 'boolean')}`);
+    where.push(`e.${c.isTestMode} = ${literal(window.testMode === 'true', 'boolean')}`);
   if (after) {
     const at = `timestamptz 'epoch' + ${literal(BigInt.asIntN(64, after.receivedUs).toString(), 'bigint')} * interval '1 microsecond'`;
     const id = literal(BigInt.asIntN(64, after.id).toString(), 'bigint');
     // The plain bound is what starts each partition's index scan at the position. The index is
-    // (app_id, received_at DESC, id DESC), read backwards; a row comparison alone is checked on
+    // (app, receive time DESC, id DESC), read backwards; a row comparison alone is checked on
     // every index entry from the start of the window instead, so the chunk at the millionth row
     // of a day read a million entries first (27 of its 50 ms; 11 s of a 2-million-event export).
-    where.push(`e.received_at >= ${at}`);
-    where.push(`(e.received_at, e.id) > (${at}, ${id})`);
+    where.push(`e.${c.receivedAt} >= ${at}`);
+    where.push(`(e.${c.receivedAt}, e.${c.id}) > (${at}, ${id})`);
   }
   return where.join(' AND ');
 }
@@ -86,7 +86,7 @@ function plainSql(window: ExportWindow, after: ExportPosition | null, limit: num
   return `COPY (SELECT ${EXPORT_COLUMNS.join(', ')}
                   FROM events e
                  WHERE ${windowWhere(window, after)}
-                 ORDER BY e.received_at, e.id
+                 ORDER BY e.${c.receivedAt}, e.${c.id}
                  LIMIT ${limit}) TO STDOUT (FORMAT binary)`;
 }
 
@@ -108,7 +108,7 @@ function weighedSql(
                           FROM (SELECT ${named}, ${ROW_WEIGHT} AS w
                                   FROM events e
                                  WHERE ${windowWhere(window, after)}
-                                 ORDER BY e.received_at, e.id
+                                 ORDER BY e.${c.receivedAt}, e.${c.id}
                                  LIMIT ${limit}) chunk) weighed
                  WHERE weight_before < ${maxBytes}
                  ORDER BY c0, c1) TO STDOUT (FORMAT binary)`;
@@ -124,15 +124,15 @@ export class ExportRepository {
   constructor(private readonly read: ReadDatabase) {}
 
   /**
-   * The next rows of the window strictly after `after`, ascending by (received_at, id): at most
+   * The next rows of the window strictly after `after`, ascending by (receivedAt, id): at most
    * `limit`, and no more than the complete rows that fit in `maxBytes` (at least one), so that a
    * chunk of large events stays as small as one of small events. As PostgreSQL's binary COPY of
    * EXPORT_COLUMNS (./copy-rows.ts reads it), in a buffer from `buffers`. No bound on `ts`, the
    * partition key: a late event sits in the partition of its event-time day, so every partition
-   * may hold rows of the window. Each partition answers from its (app_id, received_at DESC, id
+   * may hold rows of the window. Each partition answers from its (app, receivedAt DESC, id
    * DESC) index, read backwards, and PostgreSQL merges them in order; a partition with nothing in
    * the window costs one index descent. The position is in microseconds, as stored, so paging is
-   * exact whatever the precision of received_at. One statement; the whole chunk is read before it
+   * exact whatever the precision of receivedAt. One statement; the whole chunk is read before it
    * is returned, so a read retried on the primary starts over. Past `maxBytes` the statement's
    * further rows are read and dropped, not kept: the caller asks for about as many rows as fit
    * (ExportService.nextAsk), so few are. With `weigh` (an export's first chunk, whose rows' size

@@ -7,6 +7,7 @@ import { columnArrays, ColumnType, INGEST_COLUMNS } from './ingest-columns';
 import { withDriverClient } from '@app/database/driver-client';
 import { CitusCluster } from '@app/database/citus';
 import { createHash } from 'node:crypto';
+import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 
 // One statement does the whole write of one or more batches, so it is one transaction and one
 // round trip. Each input row carries its own app and receive time, because the writer puts the
@@ -52,7 +53,7 @@ WITH input AS (
 ),
 fresh AS (
   INSERT INTO event_dedup AS d (app_id, event_id, seen_at)
-  SELECT app_id, event_id, received_at
+  SELECT ${c.appId}, ${c.eventId}, ${c.receivedAt}
     FROM input WHERE event_id IS NOT NULL ORDER BY app_id, event_id
   ON CONFLICT (app_id, event_id) DO UPDATE SET seen_at = EXCLUDED.seen_at
     WHERE EXCLUDED.seen_at - d.seen_at > ${after(1)}::bigint * interval '1 millisecond'
@@ -115,9 +116,9 @@ DECLARE
 BEGIN
   WITH claimed AS (
     INSERT INTO event_dedup AS d (app_id, event_id, seen_at)
-    SELECT app_id, event_id, received_at
-      FROM unnest(${columnParam('app_id')}, ${columnParam('event_id')}, ${columnParam('received_at')})
-           AS t(app_id, event_id, received_at)
+    SELECT ${c.appId}, ${c.eventId}, ${c.receivedAt}
+      FROM unnest(${columnParam(c.appId)}, ${columnParam(c.eventId)}, ${columnParam(c.receivedAt)})
+           AS t(${c.appId}, ${c.eventId}, ${c.receivedAt})
      WHERE event_id IS NOT NULL ORDER BY event_id
     ON CONFLICT (app_id, event_id) DO UPDATE SET seen_at = EXCLUDED.seen_at
       WHERE EXCLUDED.seen_at - d.seen_at > ${after(1)}::bigint * interval '1 millisecond'
@@ -203,7 +204,7 @@ interface PgFunctionClient {
 /** The accepted events of one request, for one app. */
 export interface WriteBatch {
   appId: string;
-  /** Epoch ms: the events' received_at and the dedup record's seen_at. */
+  /** Epoch ms: the events' receivedAt and the dedup record's seen_at. */
   receivedAt: number;
   /** Unique eventIds within the batch (the service drops repeats first). */
   events: AcceptedEvent[];

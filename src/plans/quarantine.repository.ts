@@ -5,6 +5,7 @@ import { microsLiteral, type CursorPosition } from '@app/common/reads/cursor';
 import type { Rejection } from './plan-gate';
 import {
   columnOf,
+  EVENT_COLUMN as c,
   FIELD_TYPES,
   fieldsFrom,
   keyOf,
@@ -69,14 +70,16 @@ function whereOf(
   newestFirst: boolean,
 ) {
   const params: unknown[] = [appId];
-  const where = ['app_id = $1'];
-  if (filters.eventName !== undefined) where.push(`event_name = $${params.push(filters.eventName)}`);
+  const where = [`${c.appId} = $1`];
+  if (filters.eventName !== undefined) where.push(`${c.eventName} = $${params.push(filters.eventName)}`);
   if (filters.code !== undefined) where.push(`code = $${params.push(filters.code)}`);
   if (filters.replayable) where.push(`code IN ('schema_violation', 'unplanned_event')`);
   if (after) {
     const op = newestFirst ? '<' : '>';
     params.push(microsLiteral(after.receivedUs), after.id.toString());
-    where.push(`(received_at, id) ${op} ($${params.length - 1}::timestamptz, $${params.length}::bigint)`);
+    where.push(
+      `(${c.receivedAt}, ${c.id}) ${op} ($${params.length - 1}::timestamptz, $${params.length}::bigint)`,
+    );
   }
   return { params, where: where.join(' AND ') };
 }
@@ -141,13 +144,13 @@ export class QuarantineRepository {
     await this.db.query(`DELETE FROM quarantine_days WHERE day < $1::date`, [day]);
   }
 
-  /** One page of an app's quarantine, newest first by (received_at, id), strictly after `after`. */
+  /** One page of an app's quarantine, newest first by (receivedAt, id), strictly after `after`. */
   async page(appId: string, filters: QuarantineFilters, after: CursorPosition | null, limit: number) {
     const { params, where } = whereOf(appId, filters, after, true);
     params.push(limit);
     return (await this.db.query(
       `SELECT ${COLUMNS} FROM quarantine WHERE ${where}
-        ORDER BY quarantine.received_at DESC, quarantine.id DESC LIMIT $${params.length}`,
+        ORDER BY quarantine.${c.receivedAt} DESC, quarantine.${c.id} DESC LIMIT $${params.length}`,
       params,
     )) as QuarantineRow[];
   }
@@ -174,18 +177,18 @@ export class QuarantineRepository {
       params.push(limit);
       const rows = (await manager.query(
         `SELECT ${REPLAY_COLUMNS} FROM quarantine WHERE ${where}
-          ORDER BY quarantine.received_at, quarantine.id LIMIT $${params.length}
+          ORDER BY quarantine.${c.receivedAt}, quarantine.${c.id} LIMIT $${params.length}
           FOR UPDATE SKIP LOCKED`,
         params,
       )) as ReplayRow[];
       claimed(rows);
       const { remove, result } = await fn(rows, manager);
       if (remove.length) {
-        // The chunk is ordered by (received_at, id): its first and last rows bound the partition
+        // The chunk is ordered by (receivedAt, id): its first and last rows bound the partition
         // range to search, and the ids (one sequence for the whole table) name the rows.
         await manager.query(
-          `DELETE FROM quarantine WHERE app_id = $1 AND received_at BETWEEN $2::timestamptz AND $3::timestamptz
-              AND id = ANY($4::bigint[])`,
+          `DELETE FROM quarantine WHERE ${c.appId} = $1 AND ${c.receivedAt} BETWEEN $2::timestamptz AND $3::timestamptz
+              AND ${c.id} = ANY($4::bigint[])`,
           [
             appId,
             microsLiteral(BigInt(rows[0].receivedUs)),
@@ -203,7 +206,8 @@ export class QuarantineRepository {
   async deleteUsers(appId: string, anonymousUserIds: string[], manager?: EntityManager): Promise<number> {
     if (!anonymousUserIds.length) return 0;
     const rows = (await (manager ?? this.db.manager).query(
-      `WITH gone AS (DELETE FROM quarantine WHERE app_id = $1 AND anonymous_user_id = ANY($2::text[]) RETURNING 1)
+      `WITH gone AS (DELETE FROM quarantine WHERE ${c.appId} = $1 AND ${c.anonymousUserId} = ANY($2::text[])
+                    RETURNING 1)
        SELECT count(*)::int AS n FROM gone`,
       [appId, anonymousUserIds],
     )) as { n: number }[];

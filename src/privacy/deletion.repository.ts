@@ -4,6 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { ADVISORY_LOCKS } from '@app/database/advisory-locks';
 import type { AuditActor } from '@app/audit/audit.types';
 import { microsLiteral } from '@app/common/reads/cursor';
+import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 
 export type DeletionStatus = 'pending' | 'running' | 'done' | 'failed';
 /** `users`: some users of an app; `app`: the whole app, every row of it. */
@@ -118,10 +119,11 @@ export class DeletionRepository {
    * entry's pseudonyms are matched against after a restore.
    */
   async storedUsersOf(appId: string): Promise<string[]> {
+    const user = c.anonymousUserId;
     const rows = (await this.db.query(
-      `SELECT anonymous_user_id AS id FROM events WHERE app_id = $1 AND anonymous_user_id IS NOT NULL
+      `SELECT ${user} AS id FROM events WHERE ${c.appId} = $1 AND ${user} IS NOT NULL
        UNION
-       SELECT anonymous_user_id FROM quarantine WHERE app_id = $1 AND anonymous_user_id IS NOT NULL`,
+       SELECT ${user} FROM quarantine WHERE ${c.appId} = $1 AND ${user} IS NOT NULL`,
       [appId],
     )) as { id: string }[];
     return rows.map((r) => r.id);

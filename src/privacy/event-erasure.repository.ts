@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 
 const PARTITION_NAME = /^events_p\d{8}$/;
 
@@ -17,9 +18,9 @@ export class EventErasureRepository {
 
   /**
    * Deletes at most `limit` events of `userIds` in `appId` from one partition; returns how many.
-   * The `received_at` condition lets the planner cost the BRIN lookup index of the days ingest
+   * The receive-time condition lets the planner cost the BRIN lookup index of the days ingest
    * writes as the narrow read it is (src/storage/partition.repository.ts); ended days answer
-   * from their `(app_id, anonymous_user_id, …)` B-tree.
+   * from their (app, user, …) B-tree.
    */
   async deleteBatch(
     partition: string,
@@ -32,16 +33,16 @@ export class EventErasureRepository {
     const [row] = (await this.db.query(
       `WITH gone AS (
          DELETE FROM ${partition}
-          WHERE app_id = $2
-            AND (received_at, id) IN (
-                  SELECT received_at, id FROM ${partition}
-                   WHERE app_id = $2 AND anonymous_user_id = ANY ($3::text[])
-                     AND received_at > '-infinity'::timestamptz
+          WHERE ${c.appId} = $2
+            AND (${c.receivedAt}, ${c.id}) IN (
+                  SELECT ${c.receivedAt}, ${c.id} FROM ${partition}
+                   WHERE ${c.appId} = $2 AND ${c.anonymousUserId} = ANY ($3::text[])
+                     AND ${c.receivedAt} > '-infinity'::timestamptz
                    LIMIT $4)
-         RETURNING ts),
+         RETURNING ${c.timestamp}),
        batch AS (
          SELECT count(*)::bigint AS n,
-                coalesce(array_agg(DISTINCT (ts AT TIME ZONE 'UTC')::date), '{}') AS days
+                coalesce(array_agg(DISTINCT (${c.timestamp} AT TIME ZONE 'UTC')::date), '{}') AS days
            FROM gone)
        UPDATE deletions d
           SET events_deleted = d.events_deleted + batch.n,
@@ -63,9 +64,9 @@ export class EventErasureRepository {
     const [row] = (await this.db.query(
       `WITH gone AS (
          DELETE FROM ${partition}
-          WHERE app_id = $2
-            AND (received_at, id) IN (
-                  SELECT received_at, id FROM ${partition} WHERE app_id = $2 LIMIT $3)
+          WHERE ${c.appId} = $2
+            AND (${c.receivedAt}, ${c.id}) IN (
+                  SELECT ${c.receivedAt}, ${c.id} FROM ${partition} WHERE ${c.appId} = $2 LIMIT $3)
          RETURNING 1)
        UPDATE deletions d SET events_deleted = d.events_deleted + (SELECT count(*) FROM gone)
         WHERE d.app_id = $2 AND d.id = $1
@@ -79,7 +80,7 @@ export class EventErasureRepository {
   async anyOfAppLeft(partition: string, appId: string): Promise<boolean> {
     if (!PARTITION_NAME.test(partition)) throw new Error(`not an events partition: ${partition}`);
     const [row] = (await this.db.query(
-      `SELECT EXISTS (SELECT 1 FROM ${partition} WHERE app_id = $1) AS left`,
+      `SELECT EXISTS (SELECT 1 FROM ${partition} WHERE ${c.appId} = $1) AS left`,
       [appId],
     )) as { left: boolean }[];
     return row.left;
@@ -90,8 +91,8 @@ export class EventErasureRepository {
     if (!PARTITION_NAME.test(partition)) throw new Error(`not an events partition: ${partition}`);
     const [row] = (await this.db.query(
       `SELECT EXISTS (SELECT 1 FROM ${partition}
-                       WHERE app_id = $1 AND anonymous_user_id = ANY ($2::text[])
-                         AND received_at > '-infinity'::timestamptz) AS left`,
+                       WHERE ${c.appId} = $1 AND ${c.anonymousUserId} = ANY ($2::text[])
+                         AND ${c.receivedAt} > '-infinity'::timestamptz) AS left`,
       [appId, userIds],
     )) as { left: boolean }[];
     return row.left;

@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { ADVISORY_LOCKS } from '@app/database/advisory-locks';
 import { sqlState } from '@app/database/transient-error';
 import { CitusCluster } from '@app/database/citus';
+import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 
 const PARTITION_NAME = /^events_p(\d{4})(\d{2})(\d{2})$/;
 
@@ -16,7 +17,7 @@ function dayName(day: Date): string {
  * The user, session and event-name lookups of a day that ingest still writes: a BRIN index whose
  * summary of each 8-page block range (a few hundred events) holds a bloom filter of the
  * range's session ids, one of its user ids, one of its event names, and the range's first and
- * last `received_at`. A B-tree per filter would cost every insert a descent and a leaf write
+ * last receive time. A B-tree per filter would cost every insert a descent and a leaf write
  * (docs/performance.md); days that have
  * ended get those B-trees instead. A name in most ranges is read from the newest-first index,
  * which finds a page of it after a few rows; the bloom filter serves the rare names. An insert into
@@ -31,9 +32,9 @@ function dayName(day: Date): string {
  * range per event, and its read rechecks all of their rows, so smaller ranges recheck fewer
  * (the figures are in docs/performance.md, "Figures behind the code").
  *
- * `received_at` is there for the planner. It costs a BRIN scan by the best correlation between
+ * The receive time is there for the planner. It costs a BRIN scan by the best correlation between
  * heap order and an indexed column that the query names, and session and user ids have none, so
- * it would cost the lookup as a read of the whole day. The read path adds a `received_at`
+ * it would cost the lookup as a read of the whole day. The read path adds a receive-time
  * condition that every row meets (src/events/event.repository.ts), and the planner then costs it
  * as the narrow read it is. BRIN and its bloom operator classes are part of PostgreSQL (14 and
  * later): no extension is needed.
@@ -41,7 +42,8 @@ function dayName(day: Date): string {
 const BLOOM_OPS = 'text_bloom_ops(n_distinct_per_range = 300, false_positive_rate = 0.001)';
 const PAGES_PER_RANGE = 8;
 const LOOKUP =
-  `USING brin (received_at, session_id ${BLOOM_OPS}, anonymous_user_id ${BLOOM_OPS}, event_name ${BLOOM_OPS}) ` +
+  `USING brin (${c.receivedAt}, ${c.sessionId} ${BLOOM_OPS}, ${c.anonymousUserId} ${BLOOM_OPS}, ` +
+  `${c.eventName} ${BLOOM_OPS}) ` +
   `WITH (pages_per_range = ${PAGES_PER_RANGE})`;
 
 /**
@@ -61,12 +63,12 @@ const legacyBloomIndex = (partition: string) => `${partition}_bloom`;
 
 /** The B-tree of one filter column on a day that has ended. */
 const filterTree = (column: string) =>
-  `(app_id, ${column}, received_at DESC, id DESC) WHERE ${column} IS NOT NULL`;
+  `(${c.appId}, ${column}, ${c.receivedAt} DESC, ${c.id} DESC) WHERE ${column} IS NOT NULL`;
 /**
  * The eventName B-tree of a day that has ended: the definition the partitioned table's index
- * had (event_name is never null), so that a migration back can attach these.
+ * had (the event name is never null), so that a migration back can attach these.
  */
-const NAME_TREE = '(app_id, event_name, received_at DESC, id DESC)';
+const NAME_TREE = `(${c.appId}, ${c.eventName}, ${c.receivedAt} DESC, ${c.id} DESC)`;
 
 /**
  * Runs a CREATE … IF NOT EXISTS that another instance may be running at the same moment: IF NOT
@@ -216,8 +218,8 @@ export class PartitionRepository {
    */
   async indexFilters(name: string): Promise<string[]> {
     const built = await this.ensureIndexes(name, {
-      [`${name}_user`]: filterTree('anonymous_user_id'),
-      [`${name}_session`]: filterTree('session_id'),
+      [`${name}_user`]: filterTree(c.anonymousUserId),
+      [`${name}_session`]: filterTree(c.sessionId),
       [`${name}_name`]: NAME_TREE,
     });
     await this.db.query(`DROP INDEX CONCURRENTLY IF EXISTS ${lookupIndex(name)}`);
