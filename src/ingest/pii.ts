@@ -236,12 +236,16 @@ export function pseudonymiseAccount(secret: Buffer, id: string): string {
   return PSEUDONYM_PREFIX + createHmac('sha256', secret).update(id).digest('hex');
 }
 
+/** The keyed hash of each app secret in use (apps cache their secret, so one per app). */
+const KEYED = new WeakMap<Buffer, (text: string) => string>();
+
 /**
  * pseudonymiseAccount under one app's secret, for the many ids of one request: the same values,
  * with the secret's padded blocks laid out once (keyedSha256) rather than a createHmac per id.
  */
 export function accountPseudonyms(secret: Buffer): (id: string) => string {
-  const hmac = keyedSha256(secret);
+  let hmac = KEYED.get(secret);
+  if (hmac === undefined) KEYED.set(secret, (hmac = keyedSha256(secret)));
   return (id) => {
     const kind = identifierKind(id);
     if (kind !== null) return pseudonymise(secret, kind, id);
