@@ -139,8 +139,11 @@ describe('PII detection', () => {
     fc.assert(
       fc.property(keys, fc.array(texts, { minLength: 1, maxLength: 4 }), (key, batch) => {
         const hmac = keyedSha256(key);
+        const prefixed = keyedSha256(key, 'hmac:');
         for (const text of batch) {
-          expect(hmac(text)).toBe(createHmac('sha256', key).update(text).digest('hex'));
+          const expected = createHmac('sha256', key).update(text).digest('hex');
+          expect(hmac(text)).toBe(expected);
+          expect(prefixed(text)).toBe(`hmac:${expected}`);
         }
       }),
       { numRuns: 300 },
