@@ -7,7 +7,8 @@
 //
 // Flags: --quick, --skip-reads (no reads dataset, no rollup figures), --keep-pg (leave the cached
 // cluster running afterwards, for inspection), --profile (write a V8 CPU profile of the ingest
-// server to bench/.cache/profiles/ and list its hottest functions), --cli (only the admin CLI's
+// server to bench/.cache/profiles/ and list its hottest functions; with --sdk-formats, one per
+// format), --cli (only the admin CLI's
 // timings, bench/scenarios/cli.mjs, recorded in the `cli` section of latest.json), --isolation (a
 // victim app's latency with and without a hostile ingest key, bench/scenarios/isolation.mjs,
 // recorded in the `isolation` section), --pair (two builds loaded side by side,

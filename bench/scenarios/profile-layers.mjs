@@ -8,6 +8,8 @@ const LAYERS = [
   ['body reading (incl. JSON.parse)', /ingest-body\.reader/],
   ['validation', /event-validator|context-formats/],
   ['PII', /\/ingest\/pii\./],
+  ['SDK formats (mapping)', /\/sdk-formats\//],
+  ['suppressions', /\/common\/suppressions\//],
   ['statement building', /ingest\.repository|ingest-writer/],
   ['pg driver', /node_modules\/(pg|pg-protocol|pg-pool|pg-types|pg-connection-string|postgres-array)\//],
   [

@@ -12,13 +12,19 @@
 // Rounds alternate the three formats (and which goes first), so that a slow spell of the shared
 // machine falls on all of them; each side's server CPU per accepted event is read from the
 // scheduler, and the figures are the medians over the rounds.
+//
+// With --profile, each format runs instead on a server of its own under --cpu-prof (a warm-up and
+// one round), and the run prints each profile by layer (profile-layers.mjs; the SDK formats'
+// mapping is a layer of its own), to compare where an event of each format goes. It records
+// nothing: the profiler's own cost and its wall-time samples make these figures no record.
 import fs from 'node:fs';
 import path from 'node:path';
 import { recreateDatabase, withDatabase } from '../lib/db.mjs';
 import { makeEvent, rng } from '../lib/events.mjs';
 import { runLoad } from '../lib/load.mjs';
 import { preciseCpuSecondsOf, startServer } from '../lib/processes.mjs';
-import { check, correctness, makeTenant } from '../lib/common.mjs';
+import { CACHE, check, correctness, flags, makeTenant } from '../lib/common.mjs';
+import { profileLayers } from './profile-layers.mjs';
 
 const ID_SLOT = '\u0001ID\u0001';
 const BATCH = 100;
@@ -133,7 +139,47 @@ const median = (xs) => {
 };
 const round2 = (x) => Math.round(x * 100) / 100;
 
+/** Each format on a profiled server of its own; prints each profile's layers. */
+async function profileMode({ dist, url, quick, log }) {
+  const amount = quick ? 200 : 1200;
+  const dir = path.join(CACHE, 'profiles', `sdk-${Date.now().toString(36)}`);
+  const out = {};
+  for (const f of FORMATS) {
+    const server = await startServer({
+      dist,
+      databaseUrl: url,
+      nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+    });
+    try {
+      const tenant = await makeTenant(dist, url, `bench-sdk-${f}`);
+      await round(server, tenant, f, Math.round(amount / 2), 0);
+      const r = await round(server, tenant, f, amount, 1);
+      log(
+        `sdk-formats profile ${f}: ${Math.round(r.eventsPerSec)} events/s, ${r.cpuUsPerEvent.toFixed(1)} µs CPU/event`,
+      );
+      out[f] = { ...r, pid: server.pid };
+    } finally {
+      await server.stop();
+    }
+    const file = fs.readdirSync(dir).find((name) => name.includes(`.${out[f].pid}.`));
+    out[f].profile = file ? { file: path.join(dir, file), ...profileLayers(path.join(dir, file)) } : null;
+  }
+  process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+}
+
 export async function sdkFormatsMode({ dist, cluster, quick, log, stopCluster, resultsDir }) {
+  if (flags.profile) {
+    const url = withDatabase(cluster.url, 'bench_sdk');
+    await recreateDatabase(cluster.url, 'bench_sdk');
+    try {
+      await profileMode({ dist, url, quick, log });
+    } finally {
+      await stopCluster(cluster.dir).catch(() => undefined);
+      if (cluster.temporary) fs.rmSync(cluster.dir, { recursive: true, force: true });
+      fs.rmSync(dist, { recursive: true, force: true });
+    }
+    return correctness.every((c) => c.pass) ? 0 : 1;
+  }
   const sizes = quick ? { rounds: 2, amount: 200, warm: 100 } : { rounds: 4, amount: 1200, warm: 600 };
   const url = withDatabase(cluster.url, 'bench_sdk');
   await recreateDatabase(cluster.url, 'bench_sdk');

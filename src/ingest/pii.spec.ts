@@ -1,6 +1,17 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import { containsEmail, detectPii, identifierKind, isEmail, isPhone, luhnValid, pseudonymise } from './pii';
+import {
+  accountPseudonyms,
+  containsEmail,
+  detectPii,
+  identifierKind,
+  isEmail,
+  isPhone,
+  keyedSha256,
+  luhnValid,
+  pseudonymise,
+  pseudonymiseAccount,
+} from './pii';
 
 describe('PII detection', () => {
   describe('email addresses', () => {
@@ -107,6 +118,55 @@ describe('PII detection', () => {
     expect(pseudonymise(randomBytes(32), 'email', 'ann@example.com')).not.toBe(a);
     expect(pseudonymise(secret, 'phone', '+1 (415) 555-0123')).toBe(
       pseudonymise(secret, 'phone', '+14155550123'),
+    );
+  });
+
+  it('computes the keyed hash as createHmac does, whatever the key and the text', () => {
+    const texts = fc.oneof(
+      fc.string({ maxLength: 400 }),
+      fc.string({ maxLength: 400, unit: 'grapheme' }),
+      // Lone surrogates: both encode them as U+FFFD.
+      fc.string({ maxLength: 40, unit: fc.constantFrom('a', '\ud800', '\udc00', '😀', 'é') }),
+      fc.constantFrom('', 'x'.repeat(55), 'x'.repeat(56), 'x'.repeat(341), 'x'.repeat(342), 'é'.repeat(700)),
+    );
+    const keys = fc.constantFrom(
+      randomBytes(32),
+      randomBytes(64),
+      randomBytes(65),
+      randomBytes(0),
+      randomBytes(7),
+    );
+    fc.assert(
+      fc.property(keys, fc.array(texts, { minLength: 1, maxLength: 4 }), (key, batch) => {
+        const hmac = keyedSha256(key);
+        const prefixed = keyedSha256(key, 'hmac:');
+        for (const text of batch) {
+          const expected = createHmac('sha256', key).update(text).digest('hex');
+          expect(hmac(text)).toBe(expected);
+          expect(prefixed(text)).toBe(`hmac:${expected}`);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('gives an account id the same pseudonym one at a time or many under one secret', () => {
+    const secret = randomBytes(32);
+    const ofRequest = accountPseudonyms(secret);
+    const ids = [
+      'acct-42',
+      'Acct-42',
+      'ann@example.com',
+      'Ann@Example.com ',
+      '+1 (415) 555-0123',
+      'ü-1',
+      '42',
+    ];
+    for (const id of [...ids, 'a'.repeat(2000)]) expect(ofRequest(id)).toBe(pseudonymiseAccount(secret, id));
+    fc.assert(
+      fc.property(fc.string({ maxLength: 80 }), (id) => {
+        expect(ofRequest(id)).toBe(pseudonymiseAccount(secret, id));
+      }),
     );
   });
 

@@ -10,7 +10,7 @@ import { batchTooLarge } from '@app/ingest/ingest-errors';
 import { maxEventsPerRequest } from '@app/ingest/ingest.limits';
 import { IngestService } from '@app/ingest/ingest.service';
 import type { EventIssue, IngestResult } from '@app/ingest/ingest.types';
-import { pseudonymiseAccount } from '@app/ingest/pii';
+import { accountPseudonyms } from '@app/ingest/pii';
 import type { AccountPseudonym, MappedBatch } from './sdk-mapping';
 
 export type SdkSource = 'segment' | 'posthog';
@@ -56,10 +56,11 @@ export class SdkIngestService {
   ): Promise<SdkIngestResult> {
     const secret = await this.apps.piiSecret(key.appIds[0]);
     // An SDK's batch mostly holds one account's events: each id is hashed once per request.
+    const pseudonymOf = accountPseudonyms(secret);
     const pseudonyms = new Map<string, string>();
     const pseudonym = (id: string) => {
       let p = pseudonyms.get(id);
-      if (p === undefined) pseudonyms.set(id, (p = pseudonymiseAccount(secret, id)));
+      if (p === undefined) pseudonyms.set(id, (p = pseudonymOf(id)));
       return p;
     };
     const mapped = cpu.time(() => map(body.value, pseudonym));

@@ -62,6 +62,18 @@ export function timeOf(value: unknown): number | undefined | null {
 }
 
 const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+/** Days before each month of a common year. */
+const DAYS_BEFORE_MONTH = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
+/** Leap years from year 1 to 1969. */
+const LEAPS_BEFORE_1970 = 477;
+
+/** Days from 1970-01-01 to January 1st of `year` (1970 or later), as Date.UTC counts them. */
+function daysSince1970(year: number): number {
+  // Leap years before `year`: every 4th, less the centuries, plus every 400th.
+  const y = year - 1;
+  const leaps = Math.floor(y / 4) - Math.floor(y / 100) + Math.floor(y / 400) - LEAPS_BEFORE_1970;
+  return (year - 1970) * 365 + leaps;
+}
 
 /** The digits of `s` from `from` to `to` as a number, or -1 if one is not a digit. */
 function digits(s: string, from: number, to: number): number {
@@ -76,7 +88,8 @@ function digits(s: string, from: number, to: number): number {
 
 /**
  * `YYYY-MM-DDTHH:MM:SS.sssZ`, the form every SDK sends, read without Date.parse (several times
- * cheaper, on every message); anything else returns null and is left to Date.parse.
+ * cheaper, on every message), and from 1970 on without Date.UTC either; anything else returns
+ * null and is left to Date.parse.
  */
 export function utcMillisOf(s: string): number | null {
   if (s.length !== 24 || s[4] !== '-' || s[7] !== '-' || s[10] !== 'T' || s[13] !== ':') return null;
@@ -92,7 +105,10 @@ export function utcMillisOf(s: string): number | null {
   if (minute < 0 || minute > 59 || second < 0 || second > 59 || ms < 0) return null;
   const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
   if (day > DAYS_IN_MONTH[month - 1] || (month === 2 && day === 29 && !leap)) return null;
-  return Date.UTC(year, month - 1, day, hour, minute, second, ms);
+  // Date.UTC reads years 0 to 99 as 1900 to 1999: those keep its answer.
+  if (year < 1970) return Date.UTC(year, month - 1, day, hour, minute, second, ms);
+  const days = daysSince1970(year) + DAYS_BEFORE_MONTH[month - 1] + (leap && month > 2 ? 1 : 0) + day - 1;
+  return ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + ms;
 }
 
 /** Sets `field` on the event unless the value is absent. */

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { join } from 'node:path';
 import { mapSegmentBody } from './segment.mapping';
 import { utcMillisOf } from './sdk-mapping';
@@ -114,6 +115,26 @@ describe('the ISO times SDKs send', () => {
       '2026-11-27T05:2x:35.822Z',
     ]) {
       expect(utcMillisOf(s)).toBeNull();
+    }
+  });
+
+  it('gives any such time Date.parse gives, from year 100 to 9999', () => {
+    fc.assert(
+      fc.property(
+        fc.date({
+          min: new Date('0100-01-01T00:00:00.000Z'),
+          max: new Date('9999-12-31T23:59:59.999Z'),
+          noInvalidDate: true,
+        }),
+        (d) => {
+          const s = d.toISOString();
+          expect(utcMillisOf(s)).toBe(Date.parse(s));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+    for (const s of ['1969-12-31T23:59:59.999Z', '2000-02-29T12:00:00.000Z', '2100-03-01T00:00:00.000Z']) {
+      expect(utcMillisOf(s)).toBe(Date.parse(s));
     }
   });
 });
