@@ -84,14 +84,14 @@ function numberedEventsSql(dims: string[]): string {
 }
 
 /**
- * CTE `g`: one pass of grouping sets over `evn`, per mode (dim null) and per mode, dimension
- * and value: the events, the float-value statistics and the members' lists. CTE `b`: the
+ * CTE `g`: one pass of grouping sets over `evn`, per mode, dimension and value: the events, the
+ * float-value statistics and the members' lists. CTE `b`: the
  * breakdown rows, the `$5` values with most events per dimension (ties by value) kept, the rest
  * folded into one row of kind 2.
  */
 function groupsSql(dimCount: number): string {
   const each = (f: (i: number) => string) => Array.from({ length: dimCount }, (_, i) => f(i)).join(' ');
-  const sets = ['(m)', ...Array.from({ length: dimCount }, (_, i) => `(m, d${i})`)].join(', ');
+  const sets = Array.from({ length: dimCount }, (_, i) => `(m, d${i})`).join(', ');
   return `g AS MATERIALIZED (
     SELECT m, CASE ${each((i) => `WHEN GROUPING(d${i}) = 0 THEN ${i}`)} END AS dim,
            (CASE ${each((i) => `WHEN GROUPING(d${i}) = 0 THEN d${i}`)} END) COLLATE "C" AS value,
@@ -147,13 +147,16 @@ export class InsightDayRepository {
     const rollups = day.rezone ? 'rollups_rezone' : 'rollups';
     return (await runner.query(
       `WITH ${numberedEventsSql(dims)}, ${groupsSql(dims.length)}
-       SELECT 'u' AS set, m, NULL::text AS dimension, NULL::int AS kind, coalesce(value, '') AS value,
-              NULL::text AS events, NULL::text AS fv_count, NULL::text AS fv_sum, NULL::text AS fv_min,
-              NULL::text AS fv_max, us AS users, NULL::text AS sessions
+       SELECT 'u' AS set, m, NULL::text AS dimension, NULL::int AS kind, value, NULL::text AS events,
+              NULL::text AS fv_count, NULL::text AS fv_sum, NULL::text AS fv_min, NULL::text AS fv_max,
+              us AS users, NULL::text AS sessions
          FROM g
-        WHERE us IS NOT NULL
-          AND (dim IS NULL OR dim = ${nameDim} AND value IN (SELECT event_name FROM ${rollups}
-                                                               WHERE app_id = $1 AND day = $2::date AND event_name <> ''))
+        WHERE dim = ${nameDim} AND us IS NOT NULL
+          AND value IN (SELECT event_name FROM ${rollups} WHERE app_id = $1 AND day = $2::date AND event_name <> '')
+       UNION ALL
+       -- Every event of the mode: the union of its event names' users.
+       SELECT 'u', m, NULL, NULL, '', NULL, NULL, NULL, NULL, NULL, string_agg(us, ','), NULL
+         FROM g WHERE dim = ${nameDim} AND us IS NOT NULL GROUP BY m
        UNION ALL
        SELECT 'b', m, ($6::text[])[dim + 1], kind, value, events::text, fv_count::text,
               -- least() and greatest() skip a null: a value without float values keeps a null sum.

@@ -30,9 +30,8 @@ export class MemberList {
       this.bytes = 0;
       return;
     }
-    let count = 1;
-    for (let i = 0; i < list.length; i++) if (list.charCodeAt(i) === COMMA) count++;
-    const members = new Int32Array(count);
+    // At most one member per two characters ("1,2,3"); the array is cut to the count at the end.
+    const members = new Int32Array((list.length >> 1) + 1);
     let n = 0;
     let value = 0;
     let max = 0;
@@ -46,9 +45,9 @@ export class MemberList {
         value = value * 10 + (ch - ZERO);
       }
     }
-    members[n] = value;
+    members[n++] = value;
     if (value > max) max = value;
-    this.members = members;
+    this.members = members.subarray(0, n);
     this.bytes = (max >> 3) + 1;
   }
 }
