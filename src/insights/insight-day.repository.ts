@@ -74,8 +74,9 @@ function numberedEventsSql(dims: string[]): string {
   ), fresh AS (
     INSERT INTO insight_ids (app_id, kind, key, no) SELECT $1, kind, key, no FROM numbered
   ), nos AS MATERIALIZED (
-    SELECT ids.kind, ids.id, coalesce(ids.no, f.no) AS no
-      FROM ids LEFT JOIN numbered f ON ids.no IS NULL AND f.kind = ids.kind AND f.key = ids.key
+    SELECT kind, id, no FROM ids WHERE no IS NOT NULL
+    UNION ALL
+    SELECT ids.kind, ids.id, f.no FROM ids JOIN numbered f ON f.kind = ids.kind AND f.key = ids.key WHERE ids.no IS NULL
   ), evn AS (
     SELECT ev.*, ev.fv::numeric AS fvn, u.no::text AS uno, s.no::text AS sno FROM ev
       LEFT JOIN nos u ON u.kind = 'u' AND u.id = ev.uid
