@@ -46,6 +46,8 @@ export interface BreakdownDayRow {
  * m, fv, d0…dN, fvn: fv as numeric, and uno, sno: the numbers as text, each converted once). On the way, the day's ids not numbered yet get the app's next
  * numbers (in the order of their keys, users and sessions each from their counter). Each id of
  * the day is hashed once and looked up once; the events then join the day's ids by the id itself.
+ * The new ids are joined only with their counters (two rows at most), so that no estimate of how
+ * many are new can make that step quadratic.
  */
 function numberedEventsSql(dims: string[]): string {
   const cols = dims.map((expr, i) => `${expr} AS d${i}`).join(', ');
@@ -61,22 +63,19 @@ function numberedEventsSql(dims: string[]): string {
             SELECT 's'::"char", sid, ${idKey('k.s', 'sid')}
               FROM (SELECT DISTINCT sid FROM ev WHERE sid IS NOT NULL) d CROSS JOIN k) x
       LEFT JOIN insight_ids i ON i.app_id = $1 AND i.kind = x.kind AND i.key = x.key
-  ), todo AS (
-    SELECT kind, key, (row_number() OVER (PARTITION BY kind ORDER BY key))::int - 1 AS r
-      FROM (SELECT DISTINCT kind, key FROM ids WHERE no IS NULL) t
-  ), n AS (SELECT kind, count(*)::int AS n FROM todo GROUP BY kind),
+  ), todo AS MATERIALIZED (
+    SELECT kind, id, key, (dense_rank() OVER (PARTITION BY kind ORDER BY key))::int - 1 AS r FROM ids WHERE no IS NULL
+  ), n AS (SELECT kind, max(r) + 1 AS n FROM todo GROUP BY kind),
   counter AS (
     INSERT INTO insight_counters (app_id, kind, next_no) SELECT $1, kind, n FROM n
     ON CONFLICT (app_id, kind) DO UPDATE SET next_no = insight_counters.next_no + EXCLUDED.next_no
     RETURNING kind, next_no
   ), numbered AS MATERIALIZED (
-    SELECT t.kind, t.key, c.next_no - n.n + t.r AS no FROM todo t JOIN n USING (kind) JOIN counter c USING (kind)
+    SELECT t.kind, t.id, t.key, c.next_no - n.n + t.r AS no FROM todo t JOIN n USING (kind) JOIN counter c USING (kind)
   ), fresh AS (
-    INSERT INTO insight_ids (app_id, kind, key, no) SELECT $1, kind, key, no FROM numbered
+    INSERT INTO insight_ids (app_id, kind, key, no) SELECT DISTINCT $1::uuid, kind, key, no FROM numbered
   ), nos AS MATERIALIZED (
-    SELECT kind, id, no FROM ids WHERE no IS NOT NULL
-    UNION ALL
-    SELECT ids.kind, ids.id, f.no FROM ids JOIN numbered f ON f.kind = ids.kind AND f.key = ids.key WHERE ids.no IS NULL
+    SELECT kind, id, no FROM ids WHERE no IS NOT NULL UNION ALL SELECT kind, id, no FROM numbered
   ), evn AS (
     SELECT ev.*, ev.fv::numeric AS fvn, u.no::text AS uno, s.no::text AS sno FROM ev
       LEFT JOIN nos u ON u.kind = 'u' AND u.id = ev.uid
