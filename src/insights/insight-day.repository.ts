@@ -7,8 +7,12 @@ import { MemberList, varbitArray } from './member-bitmaps';
 /** Whatever runs a query: a QueryRunner, an EntityManager or a DataSource. */
 type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
 
-/** At most this many bytes of bitmaps go in one statement's parameters. */
-const BATCH_BYTES = 64 * 1024 * 1024;
+/**
+ * About this many bytes of bitmaps go in one statement's parameters: a batch is built (its lists
+ * parsed, its bits set) while the previous statement runs, so the process holds one batch at a
+ * time and its event loop is never busy for long.
+ */
+const BATCH_BYTES = 8 * 1024 * 1024;
 
 // The largest finite double, as a numeric literal (the rollups' saturation of sums).
 const MAX_DOUBLE = '1.7976931348623157e308::numeric';
@@ -183,8 +187,8 @@ export class InsightDayRepository {
                            WHERE r.m = t.is_test_mode AND r.name = t.event_name)`,
       [appId, day.rezone, day.day, rows.map((r) => r.m), rows.map((r) => r.value)],
     );
-    const parsed = rows.map((r) => ({ ...r, users: new MemberList(r.users) }));
-    for (const batch of batches(parsed, (r) => r.users.bytes)) {
+    const parse = (r: DayUsersRow) => ({ ...r, users: new MemberList(r.users) });
+    for (const batch of batches(rows, parse, (r) => r.users.bytes)) {
       await runner.query(
         `INSERT INTO insight_day_users AS t (app_id, rezone, day, is_test_mode, event_name, users, timezone,
                                              day_end, computed_at)
@@ -216,12 +220,12 @@ export class InsightDayRepository {
                            WHERE r.d = t.dimension AND r.m = t.is_test_mode AND r.k = t.kind AND r.v = t.value)`,
       [appId, day.rezone, day.day, ...keyColumns(rows)],
     );
-    const parsed = rows.map((r) => ({
+    const parse = (r: BreakdownDayRow) => ({
       ...r,
       users: new MemberList(r.users),
       sessions: new MemberList(r.sessions),
-    }));
-    for (const batch of batches(parsed, (r) => r.users.bytes + r.sessions.bytes)) {
+    });
+    for (const batch of batches(rows, parse, (r) => r.users.bytes + r.sessions.bytes)) {
       await runner.query(
         `INSERT INTO insight_breakdowns AS t (app_id, rezone, dimension, day, is_test_mode, kind, value, events,
                                               fv_count, fv_sum, fv_min, fv_max, users, sessions, timezone,
@@ -267,21 +271,22 @@ function keyColumns(rows: Pick<BreakdownDayRow, 'dimension' | 'm' | 'kind' | 'va
   ];
 }
 
-/** Rows in consecutive batches of at most BATCH_BYTES of bitmaps (at least one row each). */
-function batches<T>(rows: T[], bytes: (row: T) => number): T[][] {
-  const out: T[][] = [];
-  let batch: T[] = [];
+/**
+ * Rows parsed one batch at a time, each batch closed once it holds BATCH_BYTES of bitmaps or
+ * more; the next batch is parsed only when the caller asks for it.
+ */
+function* batches<R, P>(rows: R[], parse: (row: R) => P, bytes: (parsed: P) => number): Generator<P[]> {
+  let batch: P[] = [];
   let size = 0;
   for (const row of rows) {
-    const b = bytes(row);
-    if (batch.length && size + b > BATCH_BYTES) {
-      out.push(batch);
+    const parsed = parse(row);
+    batch.push(parsed);
+    size += bytes(parsed);
+    if (size >= BATCH_BYTES) {
+      yield batch;
       batch = [];
       size = 0;
     }
-    batch.push(row);
-    size += b;
   }
-  if (batch.length) out.push(batch);
-  return out;
+  if (batch.length) yield batch;
 }
