@@ -4,6 +4,7 @@ import { RollupsCoreModule } from '@app/rollups/rollups-core.module';
 import { DimensionRepository } from './dimension.repository';
 import { DimensionsService } from './dimensions.service';
 import { InsightComputationRepository } from './insight-computation.repository';
+import { InsightDayRepository } from './insight-day.repository';
 import { InsightRepository } from './insight.repository';
 import { InsightsService } from './insights.service';
 import { InsightsStep } from './insights.step';
@@ -17,6 +18,7 @@ import { InsightsStep } from './insights.step';
   providers: [
     InsightRepository,
     InsightComputationRepository,
+    InsightDayRepository,
     InsightsService,
     InsightsStep,
     DimensionRepository,

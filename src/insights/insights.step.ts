@@ -4,6 +4,7 @@ import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import type { LocalDayTarget } from '@app/rollups/rollup-computation.repository';
 import { RollupDayStep, RollupSteps } from '@app/rollups/rollup-steps';
 import { InsightComputationRepository } from './insight-computation.repository';
+import { type BreakdownDayRow, type DayUsersRow, InsightDayRepository } from './insight-day.repository';
 
 /**
  * Insights as a step of the rollup computation: each local day the rollups recompute (dirty
@@ -15,6 +16,7 @@ import { InsightComputationRepository } from './insight-computation.repository';
 export class InsightsStep implements RollupDayStep, OnModuleInit {
   constructor(
     private readonly computation: InsightComputationRepository,
+    private readonly days: InsightDayRepository,
     private readonly steps: RollupSteps,
     @Inject(APP_CONFIG) private readonly config: ConfigSlice<'breakdownMaxValues'>,
   ) {}
@@ -38,11 +40,12 @@ export class InsightsStep implements RollupDayStep, OnModuleInit {
       rezone: target.set === 'rezone',
     };
     await this.computation.prepare(runner);
-    await this.computation.numberNewIds(runner, appId, day);
-    await this.computation.clearDay(runner, appId, day);
-    await this.computation.writeDayUsers(runner, appId, day);
     const declared = await this.computation.declaredDimensions(runner, appId);
-    await this.computation.writeBreakdowns(runner, appId, day, declared, this.config.breakdownMaxValues);
+    const rows = await this.days.load(runner, appId, day, declared, this.config.breakdownMaxValues);
+    const users = rows.filter((r): r is DayUsersRow => r.set === 'u');
+    const breakdowns = rows.filter((r): r is BreakdownDayRow => r.set === 'b');
+    await this.days.writeDayUsers(runner, appId, day, users);
+    await this.days.writeBreakdowns(runner, appId, day, breakdowns);
   }
 
   swap(runner: QueryRunner, appId: string, fromDay: string): Promise<void> {
