@@ -3,6 +3,7 @@ import { dimensionSql, dimensionsOf } from './dimensions';
 import { idKey, type InsightDay } from './insight-computation.repository';
 import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 import { MemberList, varbitArray } from './member-bitmaps';
+import { saturatedDouble } from '@app/rollups/saturated-sum';
 
 /** Whatever runs a query: a QueryRunner, an EntityManager or a DataSource. */
 type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
@@ -13,9 +14,6 @@ type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
  * time and its event loop is never busy for long.
  */
 const BATCH_BYTES = 8 * 1024 * 1024;
-
-// The largest finite double, as a numeric literal (the rollups' saturation of sums).
-const MAX_DOUBLE = '1.7976931348623157e308::numeric';
 
 /** One user set of the day: per mode over every event (`name = ''`), or per event name. */
 export interface DayUsersRow {
@@ -165,7 +163,7 @@ export class InsightDayRepository {
        SELECT 'b', m, ($6::text[])[dim + 1], kind, value, events::text, fv_count::text,
               -- least() and greatest() skip a null: a value without float values keeps a null sum.
               CASE WHEN fv_count > 0
-                   THEN greatest(least(fv_sum, ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision::text
+                   THEN ${saturatedDouble(`fv_sum`)}::text
               END,
               fv_min::text, fv_max::text, us, ss
          FROM b`,

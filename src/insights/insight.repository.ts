@@ -3,6 +3,7 @@ import { ReadDatabase } from '@app/database/read-database';
 import { bitmapLength } from './insight-computation.repository';
 import { dimensionSql, FILTER_DIMENSIONS } from './dimensions';
 import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
+import { saturatedDouble } from '@app/rollups/saturated-sum';
 
 /** One bucket of active users: its inclusive local days. */
 export interface DayBucket {
@@ -62,8 +63,6 @@ interface RawBreakdownRow {
   fv_max: number | null;
 }
 
-const MAX_DOUBLE = '1.7976931348623157e308::numeric';
-
 function toRow(r: RawBreakdownRow): BreakdownRow {
   return {
     date: r.date,
@@ -91,7 +90,7 @@ function topAndOther(src: string, limitParam: string): string {
   SELECT grp AS date, k AS kind, v AS value, sum(events)::text AS events,
          bit_count(bit_or(u))::text AS users, bit_count(bit_or(s))::text AS sessions,
          sum(fv_count)::text AS fv_count,
-         greatest(least(sum(fv_sum::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
+         ${saturatedDouble(`sum(fv_sum::numeric)`)} AS fv_sum,
          min(fv_min) AS fv_min, max(fv_max) AS fv_max
     FROM (SELECT *, CASE WHEN kind = 2 OR rn > ${limitParam} THEN 2 ELSE kind END AS k,
                     CASE WHEN kind = 2 OR rn > ${limitParam} THEN '' ELSE value END AS v
@@ -220,7 +219,7 @@ export class InsightRepository {
                 CASE WHEN r.rn > $5 THEN '' ELSE r.v END AS value,
                 count(*)::text AS events, count(DISTINCT ev.uid)::text AS users,
                 count(DISTINCT ev.sid)::text AS sessions, count(ev.fv)::text AS fv_count,
-                greatest(least(sum(ev.fv::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
+                ${saturatedDouble(`sum(ev.fv::numeric)`)} AS fv_sum,
                 min(ev.fv) AS fv_min, max(ev.fv) AS fv_max
            FROM ev JOIN ranked r
              ON coalesce(r.grp, '') = coalesce(ev.grp, '') AND r.v = coalesce(ev.value, '')

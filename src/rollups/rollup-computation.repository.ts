@@ -5,15 +5,13 @@ import { ADVISORY_LOCKS } from '@app/database/advisory-locks';
 import { sqlState } from '@app/database/transient-error';
 import { RollupSteps, type LocalDayTarget } from './rollup-steps';
 import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
+import { saturatedDouble } from './saturated-sum';
 
 export type { LocalDayTarget } from './rollup-steps';
 
 export const ROLLUP_LOCK_ID = ADVISORY_LOCKS.rollups;
 // SQLSTATE of a lock wait that ran past lock_timeout.
 const LOCK_NOT_AVAILABLE = '55P03';
-
-// The largest finite double, as a numeric literal.
-const MAX_DOUBLE = '1.7976931348623157e308::numeric';
 
 // One day of a large app can take longer than the request statement timeout.
 const RECOMPUTE_STATEMENT_TIMEOUT = '15min';
@@ -228,7 +226,7 @@ export class RollupComputationRepository {
               CASE WHEN GROUPING(${c.eventName}) = 1 THEN '' ELSE ${c.eventName} END AS name,
               count(*) AS events, count(DISTINCT ${c.anonymousUserId}) AS unique_users,
               count(DISTINCT ${c.sessionId}) AS unique_sessions, count(${c.floatValue}) AS fv_count,
-              greatest(least(sum(${c.floatValue}::numeric), ${MAX_DOUBLE}), -${MAX_DOUBLE})::double precision AS fv_sum,
+              ${saturatedDouble(`sum(${c.floatValue}::numeric)`)} AS fv_sum,
               min(${c.floatValue}) AS fv_min, max(${c.floatValue}) AS fv_max,
               sum(count(*)) OVER (PARTITION BY GROUPING(${c.eventName}), ${c.eventName}) AS name_events
          FROM events
