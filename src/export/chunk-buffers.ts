@@ -28,6 +28,15 @@ export class ChunkBuffers {
   }
 
   /**
+   * Takes back the memory of a buffer from `take` that was moved to a worker (its ArrayBuffer
+   * transferred) and has come back as `moved`.
+   */
+  adopt(moved: ArrayBuffer): void {
+    this.own.add(moved);
+    this.give(Buffer.from(moved));
+  }
+
+  /**
    * Hands back a buffer from `take`, or a part of one, for reuse: the whole of it. Anything else
    * is left alone. The smallest is dropped when more than KEPT are free.
    */

@@ -1,6 +1,7 @@
 import type { Writable } from 'node:stream';
 import { ParquetEncoder } from './export-parquet';
 import { ExportUserKeys } from './export-user-keys';
+import { OffThreadParquetEncoder } from './parquet-worker';
 import type { ExportPlan } from './export.service';
 import { shareEventLoop } from './fair-share';
 import type { FinishedChunk } from './ndjson-lines';
@@ -24,15 +25,31 @@ export async function* ndjsonBody(chunks: AsyncIterable<FinishedChunk>): AsyncGe
   }
 }
 
+type ParquetPlan = Pick<ExportPlan, 'secret' | 'userKeySecret'> & { window: { appId: string } };
+
+export interface ParquetOptions {
+  /** Charged with the encoding's time, as the chunks' reads are. */
+  budget?: ExportBudget;
+  /**
+   * Encode on the instance's encoding thread (./parquet-worker.ts), which the server does: its
+   * requests never wait behind a row group. The chunks must then be read with `shared`.
+   */
+  offThread?: boolean;
+}
+
 /**
- * One Parquet file, sent row group by row group, and the event loop handed back after each
- * (./fair-share.ts). The encoding is charged to `budget`, as the chunks' reads are.
+ * One Parquet file, sent row group by row group. On this thread, the event loop is handed back
+ * after each row group (./fair-share.ts).
  */
 export async function* parquetBody(
   chunks: AsyncIterable<CopyChunk>,
-  plan: Pick<ExportPlan, 'secret' | 'userKeySecret'> & { window: { appId: string } },
-  budget?: ExportBudget,
+  plan: ParquetPlan,
+  { budget, offThread = false }: ParquetOptions = {},
 ): AsyncGenerator<BodyPiece> {
+  if (offThread) {
+    yield* offThreadParquetBody(chunks, plan, budget);
+    return;
+  }
   const { appId } = plan.window;
   const encoder = new ParquetEncoder(plan.secret, appId, new ExportUserKeys(plan.userKeySecret, appId));
   for await (const chunk of chunks) {
@@ -46,6 +63,28 @@ export async function* parquetBody(
     }
   }
   yield { bytes: encoder.finish() };
+}
+
+async function* offThreadParquetBody(
+  chunks: AsyncIterable<CopyChunk>,
+  plan: ParquetPlan,
+  budget?: ExportBudget,
+): AsyncGenerator<BodyPiece> {
+  const encoder = new OffThreadParquetEncoder(plan.secret, plan.window.appId, plan.userKeySecret);
+  let finished = false;
+  try {
+    for await (const chunk of chunks) {
+      const { bytes, workMs } = await encoder.add(chunk);
+      budget?.charge(workMs);
+      if (bytes) yield { bytes };
+    }
+    const { bytes, workMs } = await encoder.finish();
+    finished = true;
+    budget?.charge(workMs);
+    yield { bytes };
+  } finally {
+    if (!finished) encoder.close();
+  }
 }
 
 /**

@@ -319,6 +319,14 @@ export class ParquetEncoder {
     return rowGroupComplete(this.pendingRows, this.pendingBytes) ? this.flushGroup() : null;
   }
 
+  /** Releases the chunks of the unfinished row group (an export cut short). */
+  abandon(): void {
+    for (const chunk of this.pending) chunk.release();
+    this.pending = [];
+    this.pendingRows = 0;
+    this.pendingBytes = 0;
+  }
+
   finish(): Uint8Array {
     const group = this.pendingRows > 0 ? this.flushGroup() : new Uint8Array(0);
     this.writer.schema = PARQUET_SCHEMA;

@@ -134,7 +134,7 @@ export class ExportController {
   private async body(plan: ExportPlan, budget: ExportBudget): Promise<AsyncIterable<BodyPiece>> {
     if (plan.format === 'parquet') {
       const chunks = await firstRead(this.exports.copyChunks(plan, { budget }));
-      return parquetBody(chunks, plan, budget);
+      return parquetBody(chunks, plan, { budget, offThread: true });
     }
     return ndjsonBody(await firstRead(this.exports.ndjsonChunks(plan, { budget })));
   }

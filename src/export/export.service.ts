@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { normaliseAppId } from '@app/common/ids';
 import { invalidQuery } from '@app/common/query-validation.pipe';
@@ -15,6 +15,7 @@ import { copyExtent } from './copy-rows';
 import { ChunkBuffers } from './chunk-buffers';
 import type { ExportFormat, ExportQueryDto } from './export-query.dto';
 import { ExportSlots } from './export-slots';
+import { stopParquetWorker } from './parquet-worker';
 
 /**
  * While this instance's ingest writes, an export waits this many times as long as its last chunk
@@ -64,8 +65,13 @@ export interface CopyChunk {
   copy: Buffer;
   rows: number;
   last: ExportPosition | null;
-  /** Hands the buffer back for a later chunk: call once nothing reads `copy` any more. */
-  release: () => void;
+  /**
+   * Hands the buffer back for a later chunk: call once nothing reads `copy` any more. `moved` is
+   * its memory when `copy`'s ArrayBuffer was transferred to a worker and has come back.
+   */
+  release: (moved?: ArrayBuffer) => void;
+  /** `copy`'s ArrayBuffer is the chunk's alone, so it may be transferred to a worker. */
+  movable?: boolean;
 }
 
 export interface ChunkOptions {
@@ -125,7 +131,7 @@ function instant(field: 'from' | 'to', value: string): number {
 
 /** The rules of the raw export (docs/reads.md, "Export to a warehouse"). */
 @Injectable()
-export class ExportService {
+export class ExportService implements OnApplicationShutdown {
   private readonly slots: ExportSlots;
 
   constructor(
@@ -137,6 +143,11 @@ export class ExportService {
     @Optional() private readonly pressure?: WritePressure,
   ) {
     this.slots = new ExportSlots(config.exportMaxConcurrent);
+  }
+
+  /** Stops the instance's Parquet encoding thread, if an export started it. */
+  onApplicationShutdown(): Promise<void> {
+    return stopParquetWorker();
   }
 
   /** The latest end a window may have now: ingest commits every event within EXPORT_SETTLE_MS. */
@@ -196,7 +207,8 @@ export class ExportService {
       plan.after,
       async (after, ask) => {
         const copy = await this.copyChunk(window, after, ask, buffers);
-        return { copy, ...copyExtent(copy), release: () => buffers.give(copy) };
+        const release = (moved?: ArrayBuffer) => (moved ? buffers.adopt(moved) : buffers.give(copy));
+        return { copy, ...copyExtent(copy), release, movable: true };
       },
       (chunk) => ({ ...chunk, bytes: chunk.copy.length }),
       options,
