@@ -98,7 +98,7 @@ export class IngestService {
     const { validator } = batch;
     const build = (raw: unknown) =>
       keptEvent(raw, receivedAt, testMode, (kind, value) => pseudonymise(secret, kind, value));
-    const rejections = keptRejections(items, validator.errors, build);
+    const rejections = await keptRejections(items, validator.errors, build);
     const max = this.config.quarantineMaxEventsPerDay;
     const kept = await this.plans.keep(appId, receivedAt, rejections, max);
     this.metrics.recordQuarantineDropped(rejections.length - kept);
