@@ -1,4 +1,4 @@
-import { Controller, Get, Inject, Logger, Query, Req, Res } from '@nestjs/common';
+import { Controller, Get, Inject, Logger, OnApplicationShutdown, Query, Req, Res } from '@nestjs/common';
 import { ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { pipeline } from 'node:stream/promises';
@@ -13,6 +13,7 @@ import { type BodyPiece, ndjsonBody, parquetBody, writeBody } from './export-bod
 import { ExportQueryDto } from './export-query.dto';
 import { ExportBudget, ExportPlan, ExportService } from './export.service';
 import { admitExport } from './export-budget';
+import { stopParquetWorker } from './parquet-worker';
 
 export const NDJSON_TYPE = 'application/x-ndjson; charset=utf-8';
 export const PARQUET_TYPE = 'application/vnd.apache.parquet';
@@ -47,7 +48,7 @@ function acceptsGzip(req: Request): boolean {
 
 @ApiTags(API_TAGS.events)
 @Controller('api/v1/export')
-export class ExportController {
+export class ExportController implements OnApplicationShutdown {
   private readonly logger = new Logger(ExportController.name);
 
   constructor(
@@ -55,6 +56,11 @@ export class ExportController {
     private readonly readSlots: ReadSlots,
     @Inject(APP_CONFIG) private readonly config: ConfigSlice<'exportIdleTimeoutMs' | 'readTimeMsPerSecond'>,
   ) {}
+
+  /** Stops the instance's Parquet encoding thread, if an export started it. */
+  onApplicationShutdown(): Promise<void> {
+    return stopParquetWorker();
+  }
 
   @Get()
   @ApiOperation({

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { normaliseAppId } from '@app/common/ids';
 import { invalidQuery } from '@app/common/query-validation.pipe';
@@ -15,7 +15,6 @@ import { copyExtent } from './copy-rows';
 import { ChunkBuffers } from './chunk-buffers';
 import type { ExportFormat, ExportQueryDto } from './export-query.dto';
 import { ExportSlots } from './export-slots';
-import { stopParquetWorker } from './parquet-worker';
 
 /**
  * While this instance's ingest writes, an export waits this many times as long as its last chunk
@@ -131,7 +130,7 @@ function instant(field: 'from' | 'to', value: string): number {
 
 /** The rules of the raw export (docs/reads.md, "Export to a warehouse"). */
 @Injectable()
-export class ExportService implements OnApplicationShutdown {
+export class ExportService {
   private readonly slots: ExportSlots;
 
   constructor(
@@ -143,11 +142,6 @@ export class ExportService implements OnApplicationShutdown {
     @Optional() private readonly pressure?: WritePressure,
   ) {
     this.slots = new ExportSlots(config.exportMaxConcurrent);
-  }
-
-  /** Stops the instance's Parquet encoding thread, if an export started it. */
-  onApplicationShutdown(): Promise<void> {
-    return stopParquetWorker();
   }
 
   /** The latest end a window may have now: ingest commits every event within EXPORT_SETTLE_MS. */

@@ -1,7 +1,6 @@
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
+import { builtWorkerFile } from '@app/common/worker-file';
 import type { CopyChunk } from './export.service';
 
 /**
@@ -43,15 +42,6 @@ export interface Released {
 export interface EncodeStep {
   bytes: Uint8Array | null;
   workMs: number;
-}
-
-/** The built worker: beside this file, or in dist/ when the tests run the TypeScript sources. */
-function workerFile(): string {
-  const beside = path.join(__dirname, 'parquet-encode.worker.js');
-  if (existsSync(beside)) return beside;
-  let dir = __dirname;
-  while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  return path.join(dir, 'dist', 'src', 'export', 'parquet-encode.worker.js');
 }
 
 interface Pending {
@@ -97,7 +87,7 @@ class EncodingThread {
     // The thread collects its garbage after each row group (parquet-encode.worker.ts). V8 gives
     // `gc` to the contexts made while --expose-gc is set: set for the thread's start only.
     setFlagsFromString('--expose-gc');
-    const worker = new Worker(workerFile(), {
+    const worker = new Worker(builtWorkerFile(__dirname, 'parquet-encode.worker.js'), {
       resourceLimits: {
         maxOldGenerationSizeMb: PARQUET_WORKER_HEAP_MB,
         maxYoungGenerationSizeMb: PARQUET_WORKER_YOUNG_MB,

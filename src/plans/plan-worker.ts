@@ -1,6 +1,5 @@
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { builtWorkerFile } from '@app/common/worker-file';
 import { CompiledPlan, type CompiledDefinition } from './compiled-plan';
 import {
   checkPlan,
@@ -18,15 +17,6 @@ export const PLAN_COMPILE_TIMEOUT_MS = 10_000;
 export const PLAN_COMPILE_HEAP_MB = 128;
 /** The most the server's thread spends making a compiled plan runnable before it lets others run. */
 const SLICE_MS = 5;
-
-/** The built worker: beside this file, or in dist/ when the tests run the TypeScript sources. */
-function workerFile(): string {
-  const beside = path.join(__dirname, 'plan-compile.worker.js');
-  if (existsSync(beside)) return beside;
-  let dir = __dirname;
-  while (!existsSync(path.join(dir, 'package.json')) && path.dirname(dir) !== dir) dir = path.dirname(dir);
-  return path.join(dir, 'dist', 'src', 'plans', 'plan-compile.worker.js');
-}
 
 /** Whether a problem is about what the compile would cost, rather than the plan's content. */
 export function isCompileCost(problem: PlanProblem): boolean {
@@ -66,7 +56,7 @@ function oneAtATime<T>(lane: CompileLane, task: () => Promise<T>): Promise<T> {
  */
 function runWorker(plan: TrackingPlan, sources: boolean): Promise<SourceCompilation> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(workerFile(), {
+    const worker = new Worker(builtWorkerFile(__dirname, 'plan-compile.worker.js'), {
       workerData: { plan, sources },
       resourceLimits: {
         maxOldGenerationSizeMb: PLAN_COMPILE_HEAP_MB,
