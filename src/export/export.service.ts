@@ -15,6 +15,7 @@ import { copyExtent } from './copy-rows';
 import { ChunkBuffers } from './chunk-buffers';
 import type { ExportFormat, ExportQueryDto } from './export-query.dto';
 import { ExportSlots } from './export-slots';
+import { collectYoungGarbage } from '@app/common/collect-garbage';
 
 /**
  * While this instance's ingest writes, an export waits this many times as long as its last chunk
@@ -294,6 +295,8 @@ export class ExportService {
       }
       const started = performance.now();
       const chunk = await read(from, ask);
+      // The socket's buffers of the chunk, now copied out, are garbage (common/collect-garbage.ts).
+      collectYoungGarbage();
       lastReadMs = performance.now() - started;
       budget?.charge(lastReadMs);
       return chunk;

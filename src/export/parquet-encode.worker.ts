@@ -1,5 +1,4 @@
 import { setPriority } from 'node:os';
-import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import { ParquetEncoder } from './export-parquet';
 import { ExportUserKeys } from './export-user-keys';
@@ -11,20 +10,6 @@ try {
   setPriority(10);
 } catch {
   // Not permitted here: the encoding runs at the server's priority.
-}
-
-// A row group goes through about three times its size in buffers (pages, their compression, the
-// bytes sent), which V8 frees only once some 64 MB of them are garbage: with the server's thread
-// holding as much again, an export of large events grew the process by 158 MB. Those buffers
-// live for one row group, so after each one a minor collection (of the young generation, where
-// they still are: about a millisecond, this thread's heap being small) frees them, and a full one
-// follows in the rare case that more than GARBAGE_BYTES outlived it.
-const GARBAGE_BYTES = 16 * 1_048_576;
-const gc = (globalThis as { gc?: (options: { type: 'minor' | 'major' }) => void }).gc;
-function collect(): void {
-  if (!gc) return;
-  gc({ type: 'minor' });
-  if (getHeapStatistics().external_memory > GARBAGE_BYTES) gc({ type: 'major' });
 }
 
 // The Parquet encoders of the instance's running exports (parquet-worker.ts), by export. Each
@@ -82,5 +67,4 @@ parentPort!.on('message', (request: EncodeRequest) => {
   const transfer = (reply.released ?? []).map((r) => r.buffer);
   if (reply.bytes) transfer.push(reply.bytes.buffer as ArrayBuffer);
   parentPort!.postMessage(reply, transfer);
-  if (reply.bytes) collect();
 });

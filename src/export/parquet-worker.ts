@@ -1,4 +1,3 @@
-import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { builtWorkerFile } from '@app/common/worker-file';
 import type { CopyChunk } from './export.service';
@@ -8,8 +7,6 @@ import type { CopyChunk } from './export.service';
  * export-parquet.ts) and a table of user keys; this leaves room for many exports at once.
  */
 export const PARQUET_WORKER_HEAP_MB = 256;
-/** The worker's young generation: a row group's values fit, and the memory stays small. */
-const PARQUET_WORKER_YOUNG_MB = 8;
 
 export type EncodeRequest = { id: number; seq: number } & (
   | { op: 'open'; secret: Uint8Array; appId: string; userKeySecret: Uint8Array }
@@ -84,16 +81,11 @@ class EncodingThread {
 
   private started(): Worker {
     if (this.worker) return this.worker;
-    // The thread collects its garbage after each row group (parquet-encode.worker.ts). V8 gives
-    // `gc` to the contexts made while --expose-gc is set: set for the thread's start only.
-    setFlagsFromString('--expose-gc');
     const worker = new Worker(builtWorkerFile(__dirname, 'parquet-encode.worker.js'), {
       resourceLimits: {
         maxOldGenerationSizeMb: PARQUET_WORKER_HEAP_MB,
-        maxYoungGenerationSizeMb: PARQUET_WORKER_YOUNG_MB,
       },
     });
-    worker.once('online', () => setFlagsFromString('--no-expose-gc'));
     worker.unref();
     worker.on('message', (reply: EncodeReply) => {
       const key = `${reply.id}:${reply.seq}`;
