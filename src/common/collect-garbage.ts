@@ -23,11 +23,11 @@ const collector: Collect | null = (() => {
  * Frees the buffers that died young: a collection of the young generation only, which costs
  * about a millisecond and holds nothing else up for longer.
  *
- * For the exports' bulk buffers. Each socket read, page and compressed block is memory outside
- * V8's heap, and V8 collects such memory only once some 64 MB of it has built up, which is the
- * whole of the growth an export may cause (decisions.md, "Exports"). Those buffers live for one
- * chunk or one row group, so a young collection after each frees them while they are still in
- * the young generation.
+ * For an export's socket reads. Each is memory outside V8's heap, and V8 collects such memory
+ * only once some 64 MB of it has built up, which is the whole of the growth an export may cause
+ * (decisions.md, "An export frees the socket's buffers after each chunk"). The reads of a chunk
+ * are dropped once it is copied out, so a young collection after each chunk frees most of them
+ * while they are still in the young generation.
  */
 export function collectYoungGarbage(): void {
   collector?.({ type: 'minor' });
