@@ -55,15 +55,21 @@ async function lookupPlan(db: DataSource, appId: string, column: string, value: 
 
 interface PlanNode {
   'Node Type': string;
+  'Relation Name'?: string;
   'Index Name'?: string;
   'Rows Removed by Index Recheck'?: number;
   Plans?: PlanNode[];
 }
 
-/** The plan reads the lookup index `index`, and no table whole. */
-function expectLookupIndex(nodes: PlanNode[], index: string): void {
+/**
+ * The plan reads today's partition through its lookup index, never whole. The other days'
+ * partitions are the planner's to read as it likes: one that is empty, once autovacuum has
+ * analysed it, is cheapest to scan.
+ */
+function expectLookupIndex(nodes: PlanNode[], index: string, today: string): void {
   expect(nodes.map((n) => n['Index Name'])).toContain(index);
-  expect(nodes.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+  const wholeReads = nodes.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => n['Relation Name']);
+  expect(wholeReads).not.toContain(today);
 }
 
 /** Rows that today's lookup index could not rule out and the recheck dropped. */
@@ -182,7 +188,7 @@ describe('user and session lookups on the days ingest writes', () => {
       ['anonymous_user_id', 'u17'],
     ]) {
       const nodes = await lookupPlan(t.db, tenant.appId, column, value, now - 60 * 60_000);
-      expectLookupIndex(nodes, index);
+      expectLookupIndex(nodes, index, partition(now));
       if (column === 'session_id') expect(recheckedRows(nodes)).toBeLessThan(10_000);
     }
   });
@@ -221,7 +227,7 @@ describe('user and session lookups on the days ingest writes', () => {
       'Purchase.refunded',
       now - 60 * 60_000,
     );
-    expectLookupIndex(rarePlan, index);
+    expectLookupIndex(rarePlan, index, partition(now));
     expect(recheckedRows(rarePlan)).toBeLessThan(10_000);
     const commonPlan = await lookupPlan(t.db, tenant.appId, 'event_name', 'Screen.viewed', now - 60 * 60_000);
     expect(commonPlan.map((n) => n['Index Name'])).not.toContain(index);
