@@ -231,17 +231,16 @@ export function pseudonymise(secret: Buffer, kind: 'email' | 'phone', value: str
  * it would get as `anonymousUserId`; any other id is hashed as sent (account ids are case-sensitive).
  */
 export function pseudonymiseAccount(secret: Buffer, id: string): string {
-  const kind = identifierKind(id);
-  if (kind !== null) return pseudonymise(secret, kind, id);
-  return PSEUDONYM_PREFIX + createHmac('sha256', secret).update(id).digest('hex');
+  return accountPseudonyms(secret)(id);
 }
 
 /** The keyed hash of each app secret in use (apps cache their secret, so one per app). */
 const KEYED = new WeakMap<Buffer, (text: string) => string>();
 
 /**
- * pseudonymiseAccount under one app's secret, for the many ids of one request: the same values,
- * with the secret's padded blocks laid out once (keyedSha256) rather than a createHmac per id.
+ * pseudonymiseAccount under one app's secret, for the many ids of one request: an email or phone
+ * as `pseudonymise` has it, any other id through the secret's keyed hash (keyedSha256), whose
+ * padded blocks are laid out once per secret rather than a createHmac per id.
  */
 export function accountPseudonyms(secret: Buffer): (id: string) => string {
   let keyed = KEYED.get(secret);
