@@ -72,6 +72,37 @@ describe('writeBody', () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(45);
   });
 
+  it('starts a new window, not an error, when the idle timer fired late because the process itself stalled', async () => {
+    const target = new SlowReader();
+    const writing = writeBody(pieces(WRITE_SLICE_BYTES), target, { idleTimeoutMs: 50 });
+    await new Promise((resolve) => setImmediate(resolve));
+    // The thread is busy past the timeout; the reader's read is the first I/O after it.
+    const until = performance.now() + 120;
+    while (performance.now() < until);
+    setImmediate(() => target.read());
+    await expect(writing).resolves.toBeUndefined();
+    expect(target.received).toHaveLength(1);
+  });
+
+  it('keeps a reader that takes part of what is buffered in each window, though no drain comes', async () => {
+    /** Takes bytes of the held chunk a few at a time: the buffered length falls, no write completes. */
+    class TricklingReader extends SlowReader {
+      taken = 0;
+      override get writableLength(): number {
+        return super.writableLength - this.taken;
+      }
+    }
+    const target = new TricklingReader();
+    const writing = writeBody(pieces(WRITE_SLICE_BYTES), target, { idleTimeoutMs: 40 });
+    for (let i = 0; i < 6; i++) {
+      await sleep(25);
+      target.taken += 1024;
+    }
+    target.read();
+    await expect(writing).resolves.toBeUndefined();
+    expect(target.received).toHaveLength(1);
+  });
+
   it('keeps writing to a reader that is slow but keeps reading', async () => {
     const target = new SlowReader();
     let writing = true;

@@ -104,14 +104,37 @@ export class ExportIdleError extends Error {
 }
 
 /**
+ * A timer that fires this much past its time (as a share of the timeout) saw a stalled process,
+ * not an idle reader: timers run before the I/O that piled up meanwhile, so the reads the client
+ * made during the stall are not seen yet.
+ */
+const STALLED_SHARE = 0.1;
+
+/**
  * Resolves on 'drain'; rejects when `target` fails or closes first (no 'drain' would come), or
- * when no 'drain' came within `idleMs`.
+ * when the reader took nothing for `idleMs`: its buffered length did not fall, and the server's
+ * own thread was running for that time, not stalled (a late timer starts a new window).
  */
 function drained(target: Writable, idleMs?: number): Promise<void> {
   return new Promise((resolve, reject) => {
     if (target.destroyed) return reject(closedEarly());
-    const timer =
-      idleMs === undefined ? undefined : setTimeout(() => settle(new ExportIdleError(idleMs)), idleMs);
+    let timer: NodeJS.Timeout | undefined;
+    let due = 0;
+    let buffered = target.writableLength;
+    const arm = () => {
+      if (idleMs === undefined) return;
+      due = performance.now() + idleMs;
+      timer = setTimeout(check, idleMs);
+    };
+    const check = () => {
+      const stalled = performance.now() - due > idleMs! * STALLED_SHARE;
+      const left = target.writableLength;
+      if (stalled || left < buffered) {
+        buffered = left;
+        return arm();
+      }
+      settle(new ExportIdleError(idleMs!));
+    };
     const settle = (err?: Error) => {
       clearTimeout(timer);
       target.off('drain', onDrain);
@@ -125,6 +148,7 @@ function drained(target: Writable, idleMs?: number): Promise<void> {
     target.on('drain', onDrain);
     target.on('close', onClose);
     target.on('error', settle);
+    arm();
   });
 }
 
