@@ -96,7 +96,12 @@ async function main() {
   };
   if (flags.isolation) {
     const { isolationMode } = await import('./scenarios/isolation.mjs');
-    return isolationMode({ ...standalone, loadAverage: () => os.loadavg()[0], only: flags.attacker });
+    return isolationMode({
+      ...standalone,
+      loadAverage: () => os.loadavg()[0],
+      only: flags.attacker,
+      phaseSeconds: Number(flags['phase-seconds']) || undefined,
+    });
   }
   if (flags.robustness) return robustnessMode(standalone);
   if (flags['dedup-window']) {

@@ -59,6 +59,8 @@ export const { values: flags } = parseArgs({
     // With --isolation: only this attacker of isolation-attackers.mjs beside the victim (a quick
     // look at one lever; the figures are printed, not recorded).
     attacker: { type: 'string' },
+    // With --attacker: each phase's length in seconds (default 45, as in the whole run).
+    'phase-seconds': { type: 'string' },
     // One key's expensive reads or stalled uploads against another app (noisy-neighbours.mjs).
     'noisy-neighbours': { type: 'boolean', default: false },
     // Whether a refused key's answer time tells the kind of refusal (auth-refusals.mjs).

@@ -1,18 +1,68 @@
+import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
-import { parentPort, workerData } from 'node:worker_threads';
-import { compileInWorker } from './plan-compiler';
-import type { TrackingPlan } from './plan.types';
+import { checkPlan, compileInWorker } from './plan-compiler';
+import type { WorkerAnswer } from './plan-worker';
 
-// Below the server's own thread (on Linux a thread's nice value is its own): a compile yields
-// the core to requests when the machine is busy.
-try {
-  setPriority(10);
-} catch {
-  // Not permitted here: the compile runs at the server's priority.
+/**
+ * The plan compiler's process (plan-worker.ts starts one per compile, with a heap cap and a
+ * deadline). A process of its own rather than a thread of the server's: V8 runs a thread's
+ * collections and optimising compiles on helper threads shared by the whole process, which no
+ * priority of the compiling thread reaches (they took 1.2 s of CPU per compile of a 625 KB
+ * plan, at the server's priority). Here every thread is this compile's, and all of them run
+ * below the server (on Linux a thread's nice value is its own, so each one is set).
+ *
+ * In: the plan's JSON text on stdin, and `--sources` when the server wants the validators'
+ * code. Out, on stdout, one JSON line each: what the check found, then the compile's answer,
+ * then (when the plan compiled) the normalised plan's JSON text, which the server stores as is.
+ */
+function lowerPriority(): void {
+  let threads: number[];
+  try {
+    threads = readdirSync('/proc/self/task').map(Number);
+  } catch {
+    threads = [0];
+  }
+  for (const thread of threads) {
+    try {
+      setPriority(thread, 10);
+    } catch {
+      // Not permitted here: that thread runs at the server's priority.
+    }
+  }
 }
 
-// One plan per worker (plan-worker.ts starts it with a heap cap and a deadline): the answer is
-// the plan's validator sources (none when the server only checks the plan), or its problems.
-const { plan, sources } = workerData as { plan: TrackingPlan; sources: boolean };
-const answer = compileInWorker(plan);
-parentPort!.postMessage(answer.ok && !sources ? { ok: true, sources: [] } : answer);
+function compile(rawJson: string, sources: boolean): string[] {
+  const lines: string[] = [];
+  const post = (answer: WorkerAnswer) => lines.push(JSON.stringify(answer));
+  try {
+    const checked = checkPlan(JSON.parse(rawJson));
+    post({ stage: 'checked', problems: checked.problems });
+    if (!checked.ok) {
+      post({ stage: 'compiled', ok: false, problems: [] });
+      return lines;
+    }
+    const compiled = compileInWorker(checked.plan);
+    if (!compiled.ok) {
+      post({ stage: 'compiled', ok: false, problems: compiled.problems });
+      return lines;
+    }
+    post({
+      stage: 'compiled',
+      ok: true,
+      sources: sources && !checked.problems.length ? compiled.sources : [],
+    });
+    lines.push(JSON.stringify(checked.plan));
+  } catch (err) {
+    // A stack overflow is the compile's cost, not a fault: the server refuses the plan for it.
+    post({ stage: 'failed', costly: err instanceof RangeError, message: (err as Error).message });
+  }
+  return lines;
+}
+
+lowerPriority();
+const input: Buffer[] = [];
+process.stdin.on('data', (chunk: Buffer) => input.push(chunk));
+process.stdin.on('end', () => {
+  const lines = compile(Buffer.concat(input).toString('utf8'), process.argv.includes('--sources'));
+  process.stdout.write(lines.join('\n') + '\n');
+});

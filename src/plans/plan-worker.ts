@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads';
+import { spawn } from 'node:child_process';
 import { builtWorkerFile } from '@app/common/worker-file';
 import { CompiledPlan, type CompiledDefinition } from './compiled-plan';
 import {
@@ -6,14 +6,13 @@ import {
   instantiateDefinition,
   type DefinitionSource,
   type PlanCompilation,
-  type SourceCompilation,
 } from './plan-compiler';
 import type { PlanProblem, TrackingPlan } from './plan.types';
 import { linearRegExps } from './regexp';
 
 /** The longest a plan's compile may take, start of its worker included. */
 export const PLAN_COMPILE_TIMEOUT_MS = 10_000;
-/** The compile worker's heap (old generation), which also bounds what the compiled plan holds. */
+/** The compiler's heap (old generation), which also bounds what the compiled plan holds. */
 export const PLAN_COMPILE_HEAP_MB = 128;
 /** The most the server's thread spends making a compiled plan runnable before it lets others run. */
 const SLICE_MS = 5;
@@ -23,13 +22,8 @@ export function isCompileCost(problem: PlanProblem): boolean {
   return problem.message.startsWith('Compiling ');
 }
 
-function tooCostly(limit: string): SourceCompilation {
-  return {
-    ok: false,
-    problems: [
-      { path: '', message: `Compiling the plan would cost more than the server allows (${limit}).` },
-    ],
-  };
+function tooCostly(limit: string): PlanProblem {
+  return { path: '', message: `Compiling the plan would cost more than the server allows (${limit}).` };
 }
 
 /**
@@ -50,50 +44,142 @@ function oneAtATime<T>(lane: CompileLane, task: () => Promise<T>): Promise<T> {
   return run;
 }
 
+/** What the compiler's process (plan-compile.worker.ts) writes: its check, then its compile. */
+export type WorkerAnswer =
+  | { stage: 'checked'; problems: PlanProblem[] }
+  | { stage: 'compiled'; ok: true; sources: DefinitionSource[] }
+  | { stage: 'compiled'; ok: false; problems: PlanProblem[] }
+  | { stage: 'failed'; costly: boolean; message: string };
+
 /**
- * Compiles in a worker with a heap cap and a deadline; past either, the plan is refused. Without
- * `sources`, the answer carries none: a check does not copy megabytes of code into this thread.
+ * A plan checked and compiled off the server's thread: the normalised plan, its JSON text (as the
+ * compiler wrote it, to be stored as is) and its validators' sources.
  */
-function runWorker(plan: TrackingPlan, sources: boolean): Promise<SourceCompilation> {
+type WorkerCompilation =
+  | { ok: true; plan: TrackingPlan; planJson: string; sources: DefinitionSource[] }
+  | { ok: false; problems: PlanProblem[] };
+
+/** The compiler's V8 settings: its heap cap (old and young generations) and its stack. */
+const COMPILER_ARGS = [
+  `--max-old-space-size=${PLAN_COMPILE_HEAP_MB}`,
+  '--max-semi-space-size=8',
+  '--stack-size=3000',
+];
+
+/** The most of the compiler's error output kept, to tell why it stopped. */
+const STDERR_KEPT = 4096;
+
+/** The compiler's answer from its output lines (plan-compile.worker.ts), or null if it has none. */
+function readAnswer(lines: string[]): WorkerCompilation | Error | null {
+  if (lines.length < 2) return null;
+  const checked = JSON.parse(lines[0]) as WorkerAnswer;
+  const answer = JSON.parse(lines[1]) as WorkerAnswer;
+  if (checked.stage !== 'checked') return new Error('The plan compiler answered out of order');
+  if (answer.stage === 'failed') {
+    if (answer.costly) return null;
+    return new Error(`The plan compiler failed: ${answer.message}`);
+  }
+  if (answer.stage !== 'compiled') return new Error('The plan compiler answered out of order');
+  if (!answer.ok) return { ok: false, problems: [...checked.problems, ...answer.problems] };
+  if (checked.problems.length) return { ok: false, problems: checked.problems };
+  return {
+    ok: true,
+    plan: JSON.parse(lines[2]) as TrackingPlan,
+    planJson: lines[2],
+    sources: answer.sources,
+  };
+}
+
+/**
+ * Checks and compiles a plan in a process of its own, below the server's priority, with a heap
+ * cap and a deadline; past either, the plan is refused, with the problems its check found.
+ * Without `sources`, the answer carries none: a check does not copy megabytes of code into this
+ * thread. The plan goes to the compiler as JSON text, so that this thread neither walks its
+ * bounds nor reads its fields, and the answer comes back as text, parsed once.
+ */
+async function runWorker(raw: unknown, sources: boolean): Promise<WorkerCompilation> {
+  // Writing the plan out, and starting the compiler, each take a turn of their own (5–10 ms for
+  // a plan of 625 KB), apart from the turn that read the body.
+  await yieldTurn();
+  let rawJson: string;
+  try {
+    rawJson = JSON.stringify(raw);
+  } catch (err) {
+    // A body nested too deep to write out (thousands of levels) is past the nesting bound: the
+    // walk here, over an explicit stack, names it.
+    const checked = checkPlan(raw);
+    if (checked.ok) throw err;
+    return checked;
+  }
+  await yieldTurn();
   return new Promise((resolve, reject) => {
-    const worker = new Worker(builtWorkerFile(__dirname, 'plan-compile.worker.js'), {
-      workerData: { plan, sources },
-      resourceLimits: {
-        maxOldGenerationSizeMb: PLAN_COMPILE_HEAP_MB,
-        maxYoungGenerationSizeMb: 16,
-        stackSizeMb: 4,
-      },
+    const script = builtWorkerFile(__dirname, 'plan-compile.worker.js');
+    const child = spawn(process.execPath, [...COMPILER_ARGS, script, ...(sources ? ['--sources'] : [])], {
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
+    const output: Buffer[] = [];
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => output.push(chunk));
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (text: string) => {
+      stderr = (stderr + text).slice(-STDERR_KEPT);
+    });
+    // A compiler that stopped early closes its input: that is told by its exit, not here.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(rawJson);
     let settled = false;
-    const finish = (answer: SourceCompilation | Error): void => {
+    const lines = () =>
+      Buffer.concat(output)
+        .toString('utf8')
+        .split('\n')
+        .filter((line) => line !== '');
+    const costly = (limit: string): WorkerCompilation => {
+      const written = lines();
+      const first = written.length > 0 ? (JSON.parse(written[0]) as WorkerAnswer) : null;
+      const checkProblems = first?.stage === 'checked' ? first.problems : [];
+      return { ok: false, problems: [...checkProblems, tooCostly(limit)] };
+    };
+    const finish = (answer: () => WorkerCompilation | Error): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      void worker.terminate();
-      if (answer instanceof Error) reject(answer);
-      else resolve(answer);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      try {
+        const settledWith = answer();
+        if (settledWith instanceof Error) reject(settledWith);
+        else resolve(settledWith);
+      } catch (err) {
+        reject(err as Error);
+      }
     };
     const timer = setTimeout(
-      () => finish(tooCostly(`more than ${PLAN_COMPILE_TIMEOUT_MS / 1000} s of compiling`)),
+      () => finish(() => costly(`more than ${PLAN_COMPILE_TIMEOUT_MS / 1000} s of compiling`)),
       PLAN_COMPILE_TIMEOUT_MS,
     );
-    worker.once('message', (answer: SourceCompilation) => finish(answer));
-    worker.once('error', (err: Error & { code?: string }) => {
-      if (err.code === 'ERR_WORKER_OUT_OF_MEMORY' || err instanceof RangeError) {
-        finish(tooCostly(`more than ${PLAN_COMPILE_HEAP_MB} MB of memory to compile`));
-      } else finish(err);
-    });
-    worker.once('exit', (code) => finish(new Error(`The plan compiler stopped (exit code ${code})`)));
+    child.once('error', (err) => finish(() => err));
+    // 'close': it has exited and its output has been read to the end.
+    child.once('close', (code, signal) =>
+      finish(() => {
+        const answer = readAnswer(lines());
+        if (answer !== null) return answer;
+        // No answer: past its heap (V8 ends the process with this message) or its stack.
+        if (code === 0 || /heap out of memory|Allocation failed/i.test(stderr)) {
+          return costly(`more than ${PLAN_COMPILE_HEAP_MB} MB of memory to compile`);
+        }
+        return new Error(`The plan compiler stopped (${signal ?? `exit code ${code}`}): ${stderr.trim()}`);
+      }),
+    );
   });
 }
 
-/** The sources of a checked plan's validators, compiled off the server's thread. */
-export function compileSourcesOffThread(
-  plan: TrackingPlan,
-  lane: CompileLane,
-  sources = true,
-): Promise<SourceCompilation> {
-  return oneAtATime(lane, () => runWorker(plan, sources));
+/** Lets other requests run before the next step. */
+function yieldTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** A plan checked and compiled off the server's thread, one compile at a time per lane. */
+function compileOffThread(raw: unknown, lane: CompileLane, sources: boolean): Promise<WorkerCompilation> {
+  return oneAtATime(lane, () => runWorker(raw, sources));
 }
 
 /**
@@ -118,24 +204,16 @@ export async function instantiatePlan(
   return new CompiledPlan(version, plan.mode, plan.unplanned, definitions);
 }
 
-/** Lets other requests run: the check and the copy of the plan to its worker are separate turns. */
-function yieldTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
-export type PlanValidation = { ok: true; plan: TrackingPlan } | { ok: false; problems: PlanProblem[] };
+export type PlanValidation =
+  { ok: true; plan: TrackingPlan; planJson: string } | { ok: false; problems: PlanProblem[] };
 
 /**
- * Checks a plan fully, as storing it requires: its bounds and fields here (cheap), its schemas in
- * the worker. Nothing of the compile stays in this thread.
+ * Checks a plan fully, as storing it requires: its bounds, fields and schemas, all in the worker.
+ * Nothing of the compile stays in this thread.
  */
 export async function validatePlan(raw: unknown): Promise<PlanValidation> {
-  const checked = checkPlan(raw);
-  if (!checked.ok) return checked;
-  await yieldTurn();
-  const compiled = await compileSourcesOffThread(checked.plan, 'request', false);
-  const problems = [...checked.problems, ...(compiled.ok ? [] : compiled.problems)];
-  return problems.length ? { ok: false, problems } : { ok: true, plan: checked.plan };
+  const compiled = await compileOffThread(raw, 'request', false);
+  return compiled.ok ? { ok: true, plan: compiled.plan, planJson: compiled.planJson } : compiled;
 }
 
 /** As `validatePlan`, and the plan made runnable (ingest's plan, or a dry run's). */
@@ -144,15 +222,11 @@ export async function compilePlanOffThread(
   version: number,
   lane: CompileLane,
 ): Promise<PlanCompilation> {
-  const checked = checkPlan(raw);
-  if (!checked.ok) return checked;
-  await yieldTurn();
-  const compiled = await compileSourcesOffThread(checked.plan, lane);
-  const problems = [...checked.problems, ...(compiled.ok ? [] : compiled.problems)];
-  if (problems.length || !compiled.ok) return { ok: false, problems };
+  const compiled = await compileOffThread(raw, lane, true);
+  if (!compiled.ok) return compiled;
   return {
     ok: true,
-    plan: checked.plan,
-    compiled: await instantiatePlan(checked.plan, compiled.sources, version),
+    plan: compiled.plan,
+    compiled: await instantiatePlan(compiled.plan, compiled.sources, version),
   };
 }

@@ -38,15 +38,16 @@ export class PlansRepository {
   }
 
   /**
-   * Stores `plan` as version `expected + 1` when the current version is still `expected` (or,
-   * with `expected` null, whatever it is), and notifies every instance on commit. Returns the new
-   * version, or null when another version was stored first. `then` runs in the same transaction
-   * (the audit entry).
+   * Stores `plan` (whose JSON text is `planJson`) as version `expected + 1` when the current
+   * version is still `expected` (or, with `expected` null, whatever it is), and notifies every
+   * instance on commit. Returns the new version, or null when another version was stored first.
+   * `then` runs in the same transaction (the audit entry).
    */
   async insertNext(
     appId: string,
     expected: number | null,
     plan: TrackingPlan,
+    planJson: string,
     then?: (manager: EntityManager, version: number) => Promise<void>,
   ): Promise<PlanRow | null> {
     return this.db.transaction(async (manager) => {
@@ -60,7 +61,7 @@ export class PlansRepository {
       const rows = (await manager.query(
         `INSERT INTO tracking_plans (app_id, version, plan) VALUES ($1, $2, $3::jsonb)
          RETURNING (extract(epoch FROM created_at - 'epoch'::timestamptz) * 1000)::bigint::text AS created_ms`,
-        [appId, current + 1, JSON.stringify(plan)],
+        [appId, current + 1, planJson],
       )) as { created_ms: string }[];
       await manager.query(`SELECT pg_notify('${PLAN_CHANGED_CHANNEL}', $1)`, [appId]);
       await then?.(manager, current + 1);

@@ -93,6 +93,7 @@ export class PlansService {
       appId,
       ifMatch === '*' ? null : ifMatch,
       checked.plan,
+      checked.planJson,
       (manager, version) =>
         this.audit.record(
           { action: 'plan.updated', actor, appId, targetId: String(version), details: { version, mode } },
