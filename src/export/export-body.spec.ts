@@ -85,18 +85,15 @@ describe('writeBody', () => {
   });
 
   it('keeps a reader that takes part of what is buffered in each window, though no drain comes', async () => {
-    /** Takes bytes of the held chunk a few at a time: the buffered length falls, no write completes. */
-    class TricklingReader extends SlowReader {
-      taken = 0;
-      override get writableLength(): number {
-        return super.writableLength - this.taken;
-      }
-    }
-    const target = new TricklingReader();
+    // Takes bytes of the held chunk a few at a time: the buffered length falls, no write completes.
+    const target = new SlowReader();
+    const buffered = Object.getOwnPropertyDescriptor(Writable.prototype, 'writableLength')!.get!;
+    let taken = 0;
+    Object.defineProperty(target, 'writableLength', { get: () => (buffered.call(target) as number) - taken });
     const writing = writeBody(pieces(WRITE_SLICE_BYTES), target, { idleTimeoutMs: 40 });
     for (let i = 0; i < 6; i++) {
       await sleep(25);
-      target.taken += 1024;
+      taken += 1024;
     }
     target.read();
     await expect(writing).resolves.toBeUndefined();

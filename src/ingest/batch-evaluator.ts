@@ -4,6 +4,7 @@ import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { AppsService } from '@app/auth/apps.service';
 import type { RequestKey } from '@app/auth/authenticated-request';
 import { UserSuppressions } from '@app/common/suppressions/user-suppressions';
+import { WorkSlices } from '@app/common/work-slices';
 import {
   INGEST_PLANS,
   type AppliedPlan,
@@ -188,8 +189,12 @@ export class BatchEvaluator {
     return { events, appId, receivedAt, secret, testMode, validator, names, gate };
   }
 
-  /** Each event through the field rules, the name bound and the plan; repeats within the batch. */
-  judge(batch: PreparedBatch, keepRejected: boolean): BatchVerdict {
+  /**
+   * Each event through the field rules, the name bound and the plan; repeats within the batch.
+   * In slices (`slices`, 5 ms by default): 1,000 events take about 30 ms of the thread, which
+   * other requests would otherwise wait out whole.
+   */
+  async judge(batch: PreparedBatch, keepRejected: boolean, slices = new WorkSlices()): Promise<BatchVerdict> {
     const { events, validator, names, gate } = batch;
     const toStore: AcceptedEvent[] = [];
     const seen = new Set<string>();
@@ -210,6 +215,7 @@ export class BatchEvaluator {
         if (event.eventId !== null) seen.add(event.eventId);
         toStore.push(event);
       }
+      if (slices.due) await slices.yield();
     }
     return { toStore, rejected, duplicates, kept };
   }

@@ -26,7 +26,7 @@ export class IngestCheckService {
 
   async check(key: RequestKey, body: IngestBody, scope: CheckScope): Promise<IngestResult> {
     const batch = await this.evaluator.prepare(key, this.evaluator.envelope(body), scope);
-    const { toStore, rejected, duplicates } = this.evaluator.judge(batch, false);
+    const { toStore, rejected, duplicates } = await this.evaluator.judge(batch, false);
     const repeated = toStore.length
       ? await this.dedup.alreadySeen(batch.appId, batch.receivedAt, toStore)
       : [];

@@ -45,9 +45,9 @@ export class IngestService {
     });
     const { appId, receivedAt } = batch;
     // The validation is the key's CPU (INGEST_CPU_MS_PER_SECOND), whatever it accepts or rejects.
-    const validating = cpu.start();
-    const verdict = this.evaluator.judge(batch, options.keepRejected);
-    cpu.stop(validating);
+    const verdict = await cpu.timeSliced((slices) =>
+      this.evaluator.judge(batch, options.keepRejected, slices),
+    );
     // The rest is mostly waiting for the database: the key's next request may start its work.
     cpu.endTurn();
 

@@ -1,4 +1,5 @@
 import { isControlCode } from '@app/common/control-characters';
+import { WorkSlices } from '@app/common/work-slices';
 import type { QuarantineEvent, Rejection, Violation } from '@app/common/plans/ingest-plans.port';
 import { EVENT_LIMITS, REDACTED } from './ingest.limits';
 import type { AcceptedEvent, EventErrorCode, EventIssue, Payload } from './ingest.types';
@@ -177,8 +178,6 @@ function rejectionOf(
 }
 
 /** The most a request's kept rejections hold the event loop at a time. */
-const SLICE_MS = 5;
-
 /**
  * The quarantine records of a request's kept rejections, with the errors listed for each. The
  * event loop is handed back after every SLICE_MS of work: what is kept of 1,000 refused events
@@ -192,13 +191,10 @@ export async function keptRejections(
 ): Promise<KeptRejection[]> {
   const byIndex = violationsByIndex(errors);
   const out: KeptRejection[] = [];
-  let sliceStart = performance.now();
+  const slices = new WorkSlices();
   for (const item of items) {
     out.push(rejectionOf(item, byIndex, build));
-    if (performance.now() - sliceStart > SLICE_MS) {
-      await new Promise((resolve) => setImmediate(resolve));
-      sliceStart = performance.now();
-    }
+    if (slices.due) await slices.yield();
   }
   return out;
 }

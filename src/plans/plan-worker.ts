@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { builtWorkerFile } from '@app/common/worker-file';
+import { WorkSlices } from '@app/common/work-slices';
 import { CompiledPlan, type CompiledDefinition } from './compiled-plan';
 import {
   checkPlan,
@@ -14,8 +16,6 @@ import { linearRegExps } from './regexp';
 export const PLAN_COMPILE_TIMEOUT_MS = 10_000;
 /** The compiler's heap (old generation), which also bounds what the compiled plan holds. */
 export const PLAN_COMPILE_HEAP_MB = 128;
-/** The most the server's thread spends making a compiled plan runnable before it lets others run. */
-const SLICE_MS = 5;
 
 /** Whether a problem is about what the compile would cost, rather than the plan's content. */
 export function isCompileCost(problem: PlanProblem): boolean {
@@ -100,7 +100,7 @@ function readAnswer(lines: string[]): WorkerCompilation | Error | null {
 async function runWorker(raw: unknown, sources: boolean): Promise<WorkerCompilation> {
   // Writing the plan out, and starting the compiler, each take a turn of their own (5–10 ms for
   // a plan of 625 KB), apart from the turn that read the body.
-  await yieldTurn();
+  await nextTurn();
   let rawJson: string;
   try {
     rawJson = JSON.stringify(raw);
@@ -111,7 +111,7 @@ async function runWorker(raw: unknown, sources: boolean): Promise<WorkerCompilat
     if (checked.ok) throw err;
     return checked;
   }
-  await yieldTurn();
+  await nextTurn();
   return new Promise((resolve, reject) => {
     const script = builtWorkerFile(__dirname, 'plan-compile.worker.js');
     const child = spawn(process.execPath, [...COMPILER_ARGS, script, ...(sources ? ['--sources'] : [])], {
@@ -172,11 +172,6 @@ async function runWorker(raw: unknown, sources: boolean): Promise<WorkerCompilat
   });
 }
 
-/** Lets other requests run before the next step. */
-function yieldTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
 /** A plan checked and compiled off the server's thread, one compile at a time per lane. */
 function compileOffThread(raw: unknown, lane: CompileLane, sources: boolean): Promise<WorkerCompilation> {
   return oneAtATime(lane, () => runWorker(raw, sources));
@@ -193,13 +188,10 @@ export async function instantiatePlan(
 ): Promise<CompiledPlan> {
   const regExp = linearRegExps();
   const definitions = new Map<string, CompiledDefinition>();
-  let sliceStart = performance.now();
+  const slices = new WorkSlices();
   for (const { name, source } of sources) {
     definitions.set(name, instantiateDefinition(plan.events[name], source, definitions.size, regExp));
-    if (performance.now() - sliceStart > SLICE_MS) {
-      await new Promise((resolve) => setImmediate(resolve));
-      sliceStart = performance.now();
-    }
+    if (slices.due) await slices.yield();
   }
   return new CompiledPlan(version, plan.mode, plan.unplanned, definitions);
 }
