@@ -32,4 +32,57 @@ describe('CompiledPlan', () => {
     const plan = planWith((() => true) as unknown as ValidateFunction, quick);
     expect(plan.check({ eventName: 'E', floatValue: 1, payload: null })).toBeNull();
   });
+
+  it('makes a deferred definition runnable on its first use only, once, and never one no event uses', () => {
+    const made: string[] = [];
+    const deferred = (name: string, index: number) => ({
+      index,
+      make: (): CompiledDefinition => {
+        made.push(name);
+        return { index, floatValue: 'forbidden', validate: null, quick: null };
+      },
+    });
+    const plan = new CompiledPlan(
+      1,
+      'enforce',
+      'reject',
+      new Map([
+        ['A', deferred('A', 0)],
+        ['B', deferred('B', 1)],
+      ]),
+    );
+    expect(plan.names).toEqual(['A', 'B']);
+    expect(made).toEqual([]);
+    const event = { eventName: 'A', floatValue: 2, payload: null };
+    const forbidden = [
+      { field: 'floatValue', code: 'schema_violation', message: 'floatValue is forbidden (floatValue).' },
+    ];
+    expect(plan.check(event)).toEqual(forbidden);
+    expect(plan.check(event)).toEqual(forbidden);
+    expect(made).toEqual(['A']);
+  });
+
+  it('a deferred definition that cannot be made judges nothing, and is reported once', () => {
+    const failures: string[] = [];
+    const plan = new CompiledPlan(
+      1,
+      'enforce',
+      'reject',
+      new Map([
+        [
+          'A',
+          {
+            index: 0,
+            make: (): CompiledDefinition => {
+              throw new Error('cannot load');
+            },
+          },
+        ],
+      ]),
+    );
+    plan.onFailure = (name, err) => failures.push(`${name}: ${(err as Error).message}`);
+    expect(plan.check({ eventName: 'A', floatValue: 2, payload: { a: 1 } })).toBeNull();
+    expect(plan.check({ eventName: 'A', floatValue: null, payload: null })).toBeNull();
+    expect(failures).toEqual(['A: cannot load']);
+  });
 });

@@ -12,8 +12,9 @@ import type { WorkerAnswer } from './plan-worker';
  * below the server (on Linux a thread's nice value is its own, so each one is set).
  *
  * In: the plan's JSON text on stdin, and `--sources` when the server wants the validators'
- * code. Out, on stdout, one JSON line each: what the check found, then the compile's answer,
- * then (when the plan compiled) the normalised plan's JSON text, which the server stores as is.
+ * code. Out, on stdout, one JSON line each: what the check found, then the compile's answer
+ * (each definition's name and the number of its source), then (when the plan compiled) the
+ * normalised plan's JSON text, which the server stores as is, and each distinct source.
  */
 function lowerPriority(): void {
   let threads: number[];
@@ -46,12 +47,24 @@ function compile(rawJson: string, sources: boolean): string[] {
       post({ stage: 'compiled', ok: false, problems: compiled.problems });
       return lines;
     }
-    post({
-      stage: 'compiled',
-      ok: true,
-      sources: sources && !checked.problems.length ? compiled.sources : [],
-    });
+    // Each distinct source once: a plan's definitions often share a schema (the probe's 1,000
+    // all do: 9 MB of code, written out once per definition before).
+    const distinct = new Map<string, number>();
+    const definitions: [string, number | null][] = [];
+    if (sources && !checked.problems.length) {
+      for (const { name, source } of compiled.sources) {
+        if (source === null) {
+          definitions.push([name, null]);
+          continue;
+        }
+        let i = distinct.get(source);
+        if (i === undefined) distinct.set(source, (i = distinct.size));
+        definitions.push([name, i]);
+      }
+    }
+    post({ stage: 'compiled', ok: true, definitions });
     lines.push(JSON.stringify(checked.plan));
+    for (const source of distinct.keys()) lines.push(JSON.stringify(source));
   } catch (err) {
     // A stack overflow is the compile's cost, not a fault: the server refuses the plan for it.
     post({ stage: 'failed', costly: err instanceof RangeError, message: (err as Error).message });

@@ -1,14 +1,8 @@
 import { spawn } from 'node:child_process';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { builtWorkerFile } from '@app/common/worker-file';
-import { WorkSlices } from '@app/common/work-slices';
-import { CompiledPlan, type CompiledDefinition } from './compiled-plan';
-import {
-  checkPlan,
-  instantiateDefinition,
-  type DefinitionSource,
-  type PlanCompilation,
-} from './plan-compiler';
+import { CompiledPlan, type PlanDefinition } from './compiled-plan';
+import { checkPlan, instantiateDefinition, type PlanCompilation } from './plan-compiler';
 import type { PlanProblem, TrackingPlan } from './plan.types';
 import { linearRegExps } from './regexp';
 
@@ -47,7 +41,7 @@ function oneAtATime<T>(lane: CompileLane, task: () => Promise<T>): Promise<T> {
 /** What the compiler's process (plan-compile.worker.ts) writes: its check, then its compile. */
 export type WorkerAnswer =
   | { stage: 'checked'; problems: PlanProblem[] }
-  | { stage: 'compiled'; ok: true; sources: DefinitionSource[] }
+  | { stage: 'compiled'; ok: true; definitions: [name: string, source: number | null][] }
   | { stage: 'compiled'; ok: false; problems: PlanProblem[] }
   | { stage: 'failed'; costly: boolean; message: string };
 
@@ -56,7 +50,7 @@ export type WorkerAnswer =
  * compiler wrote it, to be stored as is) and its validators' sources.
  */
 type WorkerCompilation =
-  | { ok: true; plan: TrackingPlan; planJson: string; sources: DefinitionSource[] }
+  | { ok: true; plan: TrackingPlan; planJson: string; sources: LazySource[] }
   | { ok: false; problems: PlanProblem[] };
 
 /** The compiler's V8 settings: its heap cap (old and young generations) and its stack. */
@@ -69,11 +63,35 @@ const COMPILER_ARGS = [
 /** The most of the compiler's error output kept, to tell why it stopped. */
 const STDERR_KEPT = 4096;
 
-/** The compiler's answer from its output lines (plan-compile.worker.ts), or null if it has none. */
-function readAnswer(lines: string[]): WorkerCompilation | Error | null {
+/** A definition's validator source, decoded from the compiler's output when first asked for. */
+export interface LazySource {
+  name: string;
+  source: () => string | null;
+}
+
+/**
+ * The compiler's output (plan-compile.worker.ts) as lines of bytes: its check, its compile, the
+ * plan's JSON text, then one line per distinct validator source. The sources (about 9 KB of code
+ * per definition of the probe's plan) are decoded only when a definition is first used: decoding
+ * and parsing all of them at once took 80 ms of the server's thread.
+ */
+function outputLines(output: Buffer[]): Buffer[] {
+  const all = Buffer.concat(output);
+  const lines: Buffer[] = [];
+  for (let at = 0; at < all.length;) {
+    const end = all.indexOf(0x0a, at);
+    const stop = end === -1 ? all.length : end;
+    if (stop > at) lines.push(all.subarray(at, stop));
+    at = stop + 1;
+  }
+  return lines;
+}
+
+/** The compiler's answer from its output lines, or null if it has none. */
+function readAnswer(lines: Buffer[]): WorkerCompilation | Error | null {
   if (lines.length < 2) return null;
-  const checked = JSON.parse(lines[0]) as WorkerAnswer;
-  const answer = JSON.parse(lines[1]) as WorkerAnswer;
+  const checked = JSON.parse(lines[0].toString('utf8')) as WorkerAnswer;
+  const answer = JSON.parse(lines[1].toString('utf8')) as WorkerAnswer;
   if (checked.stage !== 'checked') return new Error('The plan compiler answered out of order');
   if (answer.stage === 'failed') {
     if (answer.costly) return null;
@@ -82,11 +100,14 @@ function readAnswer(lines: string[]): WorkerCompilation | Error | null {
   if (answer.stage !== 'compiled') return new Error('The plan compiler answered out of order');
   if (!answer.ok) return { ok: false, problems: [...checked.problems, ...answer.problems] };
   if (checked.problems.length) return { ok: false, problems: checked.problems };
+  const planJson = lines[2].toString('utf8');
+  const decoded: (string | undefined)[] = [];
+  const source = (i: number) => (decoded[i] ??= JSON.parse(lines[3 + i].toString('utf8')) as string);
   return {
     ok: true,
-    plan: JSON.parse(lines[2]) as TrackingPlan,
-    planJson: lines[2],
-    sources: answer.sources,
+    plan: JSON.parse(planJson) as TrackingPlan,
+    planJson,
+    sources: answer.definitions.map(([name, i]) => ({ name, source: () => (i === null ? null : source(i)) })),
   };
 }
 
@@ -128,14 +149,10 @@ async function runWorker(raw: unknown, sources: boolean): Promise<WorkerCompilat
     child.stdin.on('error', () => undefined);
     child.stdin.end(rawJson);
     let settled = false;
-    const lines = () =>
-      Buffer.concat(output)
-        .toString('utf8')
-        .split('\n')
-        .filter((line) => line !== '');
+    const lines = () => outputLines(output);
     const costly = (limit: string): WorkerCompilation => {
       const written = lines();
-      const first = written.length > 0 ? (JSON.parse(written[0]) as WorkerAnswer) : null;
+      const first = written.length > 0 ? (JSON.parse(written[0].toString('utf8')) as WorkerAnswer) : null;
       const checkProblems = first?.stage === 'checked' ? first.problems : [];
       return { ok: false, problems: [...checkProblems, tooCostly(limit)] };
     };
@@ -178,20 +195,18 @@ function compileOffThread(raw: unknown, lane: CompileLane, sources: boolean): Pr
 }
 
 /**
- * Makes compiled sources runnable on this thread, a slice at a time (SLICE_MS), so that other
- * requests run in between. The worker refused any definition that would take longer alone.
+ * A compiled plan whose definitions are made runnable on this thread as events first use them
+ * (DeferredDefinition): making them all at once cost more than the 50 ms bound in collections.
  */
-export async function instantiatePlan(
-  plan: TrackingPlan,
-  sources: DefinitionSource[],
-  version: number,
-): Promise<CompiledPlan> {
+export function instantiatePlan(plan: TrackingPlan, sources: LazySource[], version: number): CompiledPlan {
   const regExp = linearRegExps();
-  const definitions = new Map<string, CompiledDefinition>();
-  const slices = new WorkSlices();
+  const definitions = new Map<string, PlanDefinition>();
   for (const { name, source } of sources) {
-    definitions.set(name, instantiateDefinition(plan.events[name], source, definitions.size, regExp));
-    if (slices.due) await slices.yield();
+    const index = definitions.size;
+    definitions.set(name, {
+      index,
+      make: () => instantiateDefinition(plan.events[name], source(), index, regExp),
+    });
   }
   return new CompiledPlan(version, plan.mode, plan.unplanned, definitions);
 }
@@ -219,6 +234,6 @@ export async function compilePlanOffThread(
   return {
     ok: true,
     plan: compiled.plan,
-    compiled: await instantiatePlan(compiled.plan, compiled.sources, version),
+    compiled: instantiatePlan(compiled.plan, compiled.sources, version),
   };
 }
