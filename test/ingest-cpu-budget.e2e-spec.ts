@@ -1,3 +1,4 @@
+import request from 'supertest';
 import { makeTenant, postIngest } from './factories';
 import { storedEventCount } from './factories/events';
 import { useTestApp } from './support/test-app';
@@ -37,6 +38,20 @@ describe('ingest CPU budget per key (INGEST_CPU_MS_PER_SECOND)', () => {
     expect(Number(over.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(over.headers['connection']).toBe('close');
     expect(await storedEventCount(t.db, attacker.appId)).toBe(0);
+  });
+
+  it('an SDK body whose key is its first member is refused past the share before it is parsed', async () => {
+    const attacker = await makeTenant(t.app);
+    await anotherAppIngests();
+    const spend = await postIngest(t.http, attacker.liveKey, rejectedBatch('sdk'));
+    expect(spend.status).toBe(200);
+    // Not JSON past the key: parsed, this body would be 400 invalid_json.
+    const res = await request(t.http)
+      .post('/api/posthog/batch/')
+      .set('Content-Type', 'application/json')
+      .send(`{"api_key":"${attacker.liveKey}","batch":[{"event":`);
+    expectProblem(res, 429, 'rate_limited');
+    expect(res.body).toEqual(expect.objectContaining({ limitCpuMsPerSecond: 1 }));
   });
 
   it("a key's batches sent together take turns: once its share is spent, the waiting ones get 429", async () => {

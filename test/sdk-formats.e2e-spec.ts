@@ -260,6 +260,36 @@ describe('ingest in the Segment and PostHog wire formats, driven by the real SDK
     }
   });
 
+  it("a key found as the body's first member is checked against the parsed body: bad JSON after it, or a second key", async () => {
+    const { live } = await tenant();
+    const other = (await tenant()).live;
+    const cases: [string, string, string][] = [
+      ['/api/posthog/batch/', `{"api_key":"${live}","batch":[{"event":`, 'invalid_json'],
+      ['/api/segment/v1/batch', `{"writeKey":"${live}","batch":[`, 'invalid_json'],
+      [
+        '/api/posthog/batch/',
+        JSON.stringify({ api_key: live, batch: [{ event: 'a', distinct_id: 'x' }] }).replace(
+          /}$/,
+          `,"api_key":"${other}"}`,
+        ),
+        'invalid_body',
+      ],
+    ];
+    for (const [path, body, code] of cases) {
+      const res = await request(t.http).post(path).set('Content-Type', 'application/json').send(body);
+      expect(res.status).toBe(400);
+      expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
+      expect(res.body).toMatchObject({ status: 400, code });
+    }
+    const twice = await request(t.http)
+      .post('/api/posthog/batch/')
+      .set('Content-Type', 'application/json')
+      .send(cases[2][1]);
+    expect(twice.body.detail).toBe(
+      'The body names its key twice, with different values; nothing was stored.',
+    );
+  });
+
   it('PostHog ?compression=gzip-js as text/plain, and unknown Segment methods, bodies without messages', async () => {
     const { live } = await tenant();
     const body = gzipSync(

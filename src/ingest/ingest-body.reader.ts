@@ -93,6 +93,14 @@ export class IngestBodyReader {
     cpu = new CpuMeter(),
     format: BodyFormat = {},
   ): Promise<IngestBody> {
+    const buffer = await this.readBytes(req, keyId, cpu, format);
+    // Parsing is the first of the request's CPU work, done in the key's turn (IngestCpuBudgets).
+    await cpu.beginTurn();
+    return cpu.time(() => parseJsonBody(buffer));
+  }
+
+  /** The body's bytes within ingest's limits, their reading charged to `cpu`; not parsed. */
+  async readBytes(req: Request, keyId: string, cpu: CpuMeter, format: BodyFormat = {}): Promise<Buffer> {
     const buffer = await readBodyBytes(
       req,
       {
@@ -108,8 +116,6 @@ export class IngestBodyReader {
       format,
     );
     cpu.chargeBody(buffer.length);
-    // Parsing is the first of the request's CPU work, done in the key's turn (IngestCpuBudgets).
-    await cpu.beginTurn();
-    return cpu.time(() => parseJsonBody(buffer));
+    return buffer;
   }
 }

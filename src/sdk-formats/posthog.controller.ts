@@ -48,7 +48,9 @@ export class PostHogController {
         meter.ms += early.cpu.ms;
         await meter.beginTurn();
       }
-      const body = early?.body ?? (await this.reader.read(req, key.id, meter, postHogFormat(req)));
+      const body = early
+        ? meter.time(() => early.body())
+        : await this.reader.read(req, key.id, meter, postHogFormat(req));
       const result = await this.sdk.run('posthog', key, body, mapPostHogBody, meter);
       return { ...result, status: 1 };
     } finally {

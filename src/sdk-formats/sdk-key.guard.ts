@@ -4,6 +4,8 @@ import { bearerToken } from '@app/auth/authenticated-request';
 import { KeyAuthenticator } from '@app/auth/key-auth';
 import { IngestBodyReader, type BodyFormat, type IngestBody } from '@app/ingest/ingest-body.reader';
 import { CpuMeter } from '@app/ingest/ingest-cpu.budget';
+import { AppError } from '@app/common/app-error';
+import { parseJsonBody } from '@app/common/http/json-body';
 import { postHogKeyOf } from './posthog.mapping';
 import { isObject } from './sdk-mapping';
 
@@ -17,9 +19,37 @@ const UNAUTHENTICATED = 'sdk-body-key';
 
 /** A body a guard had to read to find the key, and the CPU that reading took. */
 export interface PreReadBody {
-  body: IngestBody;
+  /**
+   * The parsed body: parsed already, or now (when the key was the body's first member, the
+   * parse waits until the key has been admitted, so that a refused request never pays it).
+   * 400 `invalid_json`, or `invalid_body` when the body names a second, different key.
+   */
+  body(): IngestBody;
   /** Charged to the key once it is known, as the read of any ingest body is. */
   cpu: CpuMeter;
+}
+
+/** The most of a body's start searched for its leading key member. */
+const LEADING_BYTES = 1024;
+
+const leadingPatterns = new Map<string, RegExp>();
+
+/**
+ * The value of `member` when it is the body's first member and a plain string (as
+ * `{"api_key":"tly_…",` from posthog-node), else null: found without parsing the body. The body
+ * is read as Latin-1, so a UTF-8 byte order mark is its three bytes; a key is printable ASCII.
+ */
+export function leadingMember(bytes: Buffer, member: string): string | null {
+  let pattern = leadingPatterns.get(member);
+  if (pattern === undefined) {
+    const space = '[ \\t\\r\\n]*';
+    pattern = new RegExp(
+      `^(?:\\u00ef\\u00bb\\u00bf)?${space}\\{${space}"${member}"${space}:${space}"([\\x21\\x23-\\x5b\\x5d-\\x7e]{1,512})"`,
+    );
+    leadingPatterns.set(member, pattern);
+  }
+  const match = pattern.exec(bytes.toString('latin1', 0, Math.min(bytes.length, LEADING_BYTES)));
+  return match ? match[1] : null;
 }
 
 /** The body a guard had to read to find the key, if any. */
@@ -61,6 +91,8 @@ abstract class SdkKeyGuard implements CanActivate {
   protected abstract headerKey(req: Request): string | null;
   protected abstract bodyKey(body: unknown): string | null;
   protected abstract format(req: Request): BodyFormat;
+  /** The body member that holds the key when the SDK writes it first. */
+  protected abstract readonly keyMember: string;
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const req = context.switchToHttp().getRequest<Request>();
@@ -70,8 +102,30 @@ abstract class SdkKeyGuard implements CanActivate {
       return true;
     }
     const cpu = new CpuMeter();
-    const body = await this.reader.read(req, UNAUTHENTICATED, cpu, this.format(req));
-    (req as unknown as Record<symbol, PreReadBody>)[BODY] = { body, cpu };
+    const bytes = await this.reader.readBytes(req, UNAUTHENTICATED, cpu, this.format(req));
+    const leading = leadingMember(bytes, this.keyMember);
+    const keep = (pre: PreReadBody) => ((req as unknown as Record<symbol, PreReadBody>)[BODY] = pre);
+    if (leading !== null) {
+      // The key is known without parsing: a key past its budget is refused before the parse.
+      let parsed: IngestBody | null = null;
+      keep({
+        cpu,
+        body: () => {
+          parsed ??= parseJsonBody(bytes);
+          if (this.bodyKey(parsed.value) !== leading) {
+            throw new AppError(
+              'invalid_body',
+              'The body names its key twice, with different values; nothing was stored.',
+            );
+          }
+          return parsed;
+        },
+      });
+      await this.auth.authenticate(req, 'ingest', leading);
+      return true;
+    }
+    const body = cpu.time(() => parseJsonBody(bytes));
+    keep({ cpu, body: () => body });
     await this.auth.authenticate(req, 'ingest', this.bodyKey(body.value));
     return true;
   }
@@ -80,6 +134,8 @@ abstract class SdkKeyGuard implements CanActivate {
 /** Segment: HTTP Basic with the write key as user name, a Bearer header, or `writeKey` in the body. */
 @Injectable()
 export class SegmentKeyGuard extends SdkKeyGuard {
+  protected readonly keyMember = 'writeKey';
+
   protected headerKey(req: Request): string | null {
     return basicUser(req) ?? bearerToken(req);
   }
@@ -96,6 +152,8 @@ export class SegmentKeyGuard extends SdkKeyGuard {
 /** PostHog: a Bearer header, or `api_key` (or `token`) in the body. */
 @Injectable()
 export class PostHogKeyGuard extends SdkKeyGuard {
+  protected readonly keyMember = 'api_key';
+
   protected headerKey(req: Request): string | null {
     return bearerToken(req);
   }

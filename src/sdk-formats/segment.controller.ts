@@ -54,7 +54,9 @@ export class SegmentController {
         meter.ms += early.cpu.ms;
         await meter.beginTurn();
       }
-      const body = early?.body ?? (await this.reader.read(req, key.id, meter, SEGMENT_FORMAT));
+      const body = early
+        ? meter.time(() => early.body())
+        : await this.reader.read(req, key.id, meter, SEGMENT_FORMAT);
       const map = (value: unknown, pseudonym: (id: string) => string) =>
         typeof value === 'object' && value !== null && !Array.isArray(value)
           ? mapSegmentBody(endpoint as SegmentEndpoint, value as Record<string, unknown>, pseudonym)
