@@ -196,7 +196,7 @@ function moreAttackers(quick) {
   };
 }
 
-async function serverRuns({ dist, url, seconds, log, budget, quick }) {
+async function serverRuns({ dist, url, seconds, attackerSeconds, log, budget, quick }) {
   const { cli, startServer } = await import('../lib/processes.mjs');
   // startServer lifts the budget out of reach for the capacity runs; an empty value restores the
   // server's own default (an eighth of the cores), which is what the budget phase measures.
@@ -238,15 +238,14 @@ async function serverRuns({ dist, url, seconds, log, budget, quick }) {
     if (budget) {
       // Longer phases, each attacker's and a new one of the victim alone to compare them with: a
       // hostile upload or export comes a few times a phase, so the p99 rests on few answers.
-      const longSeconds = quick ? seconds : ATTACKER_PHASE_SECONDS;
-      log(`isolation: victim alone, ${longSeconds} s (for the other attackers)`);
-      const aloneLong = await phase({ baseUrl: server.baseUrl, victim, seconds: longSeconds });
+      log(`isolation: victim alone, ${attackerSeconds} s (for the other attackers)`);
+      const aloneLong = await phase({ baseUrl: server.baseUrl, victim, seconds: attackerSeconds });
       result.attackersAlone = aloneLong;
       result.attackers = await otherAttackers({
         context,
         victim,
         alone: aloneLong,
-        seconds: longSeconds,
+        seconds: attackerSeconds,
         log,
         quick,
       });
@@ -318,14 +317,16 @@ export async function isolationMode({
   }
   // 15 s phases: about 300 victim ingest answers, so that the p99 is not the second-slowest of 160.
   const seconds = quick ? 3 : 15;
+  const attackerSeconds = quick ? seconds : ATTACKER_PHASE_SECONDS;
   let result;
   try {
-    const withBudget = await serverRuns({ dist, url: cluster.url, seconds, log, budget: true, quick });
-    const withoutBudget = await serverRuns({ dist, url: cluster.url, seconds, log, budget: false, quick });
+    const runs = { dist, url: cluster.url, seconds, attackerSeconds, log, quick };
+    const withBudget = await serverRuns({ ...runs, budget: true });
+    const withoutBudget = await serverRuns({ ...runs, budget: false });
     result = {
       timestamp: new Date().toISOString(),
       secondsPerPhase: seconds,
-      secondsPerAttackerPhase: quick ? seconds : ATTACKER_PHASE_SECONDS,
+      secondsPerAttackerPhase: attackerSeconds,
       loadAverage: loadAverage(),
       note: 'Measured on a machine shared with other work: indicative figures.',
       budgetCost: budgetCost(dist),
@@ -356,7 +357,7 @@ export async function isolationMode({
       'Attacker resending at once after every 429:',
       line('with the CPU budget   ', result.withBudget.ratiosIgnoringRetryAfter),
       line('without the CPU budget', result.withoutBudget.ratiosIgnoringRetryAfter),
-      `Beside the other attackers (with the CPU budget; ${quick ? seconds : ATTACKER_PHASE_SECONDS} s phases):`,
+      `Beside the other attackers (with the CPU budget; ${attackerSeconds} s phases):`,
       ...Object.entries(result.withBudget.attackers).map(([name, a]) => line(name.padEnd(22), a.ratios)),
       `  budget cost: ${result.budgetCost.nsPerRequest.toFixed(0)} ns per ingest request`,
       `\nResults: ${path.relative(ROOT, file)} (isolation)`,

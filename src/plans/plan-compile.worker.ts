@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { checkPlan, compileInWorker } from './plan-compiler';
-import type { WorkerAnswer } from './plan-worker';
+import type { CompilerAnswer } from './plan-worker';
 
 /**
  * The plan compiler's process (plan-worker.ts starts one per compile, with a heap cap and a
@@ -34,7 +34,7 @@ function lowerPriority(): void {
 
 function compile(rawJson: string, sources: boolean): string[] {
   const lines: string[] = [];
-  const post = (answer: WorkerAnswer) => lines.push(JSON.stringify(answer));
+  const post = (answer: CompilerAnswer) => lines.push(JSON.stringify(answer));
   try {
     const checked = checkPlan(JSON.parse(rawJson));
     post({ stage: 'checked', problems: checked.problems });

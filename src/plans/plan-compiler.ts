@@ -182,7 +182,7 @@ export type SourceCompilation =
 /**
  * Compiles each event definition's payload schema (Ajv, draft 2020-12, strict mode, every error
  * reported, patterns on a linear-time engine) into the source of its validator. The costly step,
- * run in a worker (plan-compile.worker.ts): the sources are all the caller gets back.
+ * run in the compiler's process (plan-compile.worker.ts): the sources are all the caller gets back.
  */
 export function compileSources(plan: TrackingPlan, regExp: LinearRegExpFactory): SourceCompilation {
   const problems: PlanProblem[] = [];
@@ -250,8 +250,8 @@ export function instantiateDefinition(
 }
 
 /**
- * Validates and compiles a plan in the calling thread: every step the worker and the server
- * take (plan-worker.ts), in one go. For tests and measurements; the server never calls it.
+ * Validates and compiles a plan in the calling thread: every step the compiler's process and the
+ * server take (plan-worker.ts), in one go. For tests and measurements; the server never calls it.
  */
 export function compilePlan(raw: unknown, version: number): PlanCompilation {
   const checked = checkPlan(raw);
@@ -283,8 +283,8 @@ function instantiationMs(
 }
 
 /**
- * The worker's whole task: compiles the plan's sources, then makes each definition runnable as
- * the server will, holding them all until the end. So the worker's heap cap bounds what the
+ * The compiler process's whole task: compiles the plan's sources, then makes each definition runnable
+ * as the server will, holding them all until the end. So the compiler's heap cap bounds what the
  * server will hold for the plan, and a definition that takes longer than MAX_DEFINITION_MS to
  * make runnable (it would stop the server's other requests that long) is refused.
  */

@@ -6,7 +6,7 @@ import { checkPlan, instantiateDefinition, type PlanCompilation } from './plan-c
 import type { PlanProblem, TrackingPlan } from './plan.types';
 import { linearRegExps } from './regexp';
 
-/** The longest a plan's compile may take, start of its worker included. */
+/** The longest a plan's compile may take, start of its process included. */
 export const PLAN_COMPILE_TIMEOUT_MS = 10_000;
 /** The compiler's heap (old generation), which also bounds what the compiled plan holds. */
 export const PLAN_COMPILE_HEAP_MB = 128;
@@ -39,7 +39,7 @@ function oneAtATime<T>(lane: CompileLane, task: () => Promise<T>): Promise<T> {
 }
 
 /** What the compiler's process (plan-compile.worker.ts) writes: its check, then its compile. */
-export type WorkerAnswer =
+export type CompilerAnswer =
   | { stage: 'checked'; problems: PlanProblem[] }
   | { stage: 'compiled'; ok: true; definitions: [name: string, source: number | null][] }
   | { stage: 'compiled'; ok: false; problems: PlanProblem[] }
@@ -49,7 +49,7 @@ export type WorkerAnswer =
  * A plan checked and compiled off the server's thread: the normalised plan, its JSON text (as the
  * compiler wrote it, to be stored as is) and its validators' sources.
  */
-type WorkerCompilation =
+type OffThreadCompilation =
   | { ok: true; plan: TrackingPlan; planJson: string; sources: LazySource[] }
   | { ok: false; problems: PlanProblem[] };
 
@@ -88,10 +88,10 @@ function outputLines(output: Buffer[]): Buffer[] {
 }
 
 /** The compiler's answer from its output lines, or null if it has none. */
-function readAnswer(lines: Buffer[]): WorkerCompilation | Error | null {
+function readAnswer(lines: Buffer[]): OffThreadCompilation | Error | null {
   if (lines.length < 2) return null;
-  const checked = JSON.parse(lines[0].toString('utf8')) as WorkerAnswer;
-  const answer = JSON.parse(lines[1].toString('utf8')) as WorkerAnswer;
+  const checked = JSON.parse(lines[0].toString('utf8')) as CompilerAnswer;
+  const answer = JSON.parse(lines[1].toString('utf8')) as CompilerAnswer;
   if (checked.stage !== 'checked') return new Error('The plan compiler answered out of order');
   if (answer.stage === 'failed') {
     if (answer.costly) return null;
@@ -118,7 +118,7 @@ function readAnswer(lines: Buffer[]): WorkerCompilation | Error | null {
  * thread. The plan goes to the compiler as JSON text, so that this thread neither walks its
  * bounds nor reads its fields, and the answer comes back as text, parsed once.
  */
-async function runWorker(raw: unknown, sources: boolean): Promise<WorkerCompilation> {
+async function runCompiler(raw: unknown, sources: boolean): Promise<OffThreadCompilation> {
   // Writing the plan out, and starting the compiler, each take a turn of their own (5–10 ms for
   // a plan of 625 KB), apart from the turn that read the body.
   await nextTurn();
@@ -150,13 +150,13 @@ async function runWorker(raw: unknown, sources: boolean): Promise<WorkerCompilat
     child.stdin.end(rawJson);
     let settled = false;
     const lines = () => outputLines(output);
-    const costly = (limit: string): WorkerCompilation => {
+    const costly = (limit: string): OffThreadCompilation => {
       const written = lines();
-      const first = written.length > 0 ? (JSON.parse(written[0].toString('utf8')) as WorkerAnswer) : null;
+      const first = written.length > 0 ? (JSON.parse(written[0].toString('utf8')) as CompilerAnswer) : null;
       const checkProblems = first?.stage === 'checked' ? first.problems : [];
       return { ok: false, problems: [...checkProblems, tooCostly(limit)] };
     };
-    const finish = (answer: () => WorkerCompilation | Error): void => {
+    const finish = (answer: () => OffThreadCompilation | Error): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -190,8 +190,8 @@ async function runWorker(raw: unknown, sources: boolean): Promise<WorkerCompilat
 }
 
 /** A plan checked and compiled off the server's thread, one compile at a time per lane. */
-function compileOffThread(raw: unknown, lane: CompileLane, sources: boolean): Promise<WorkerCompilation> {
-  return oneAtATime(lane, () => runWorker(raw, sources));
+function compileOffThread(raw: unknown, lane: CompileLane, sources: boolean): Promise<OffThreadCompilation> {
+  return oneAtATime(lane, () => runCompiler(raw, sources));
 }
 
 /**
@@ -215,7 +215,7 @@ export type PlanValidation =
   { ok: true; plan: TrackingPlan; planJson: string } | { ok: false; problems: PlanProblem[] };
 
 /**
- * Checks a plan fully, as storing it requires: its bounds, fields and schemas, all in the worker.
+ * Checks a plan fully, as storing it requires: its bounds, fields and schemas, all in the compiler.
  * Nothing of the compile stays in this thread.
  */
 export async function validatePlan(raw: unknown): Promise<PlanValidation> {

@@ -85,7 +85,7 @@ export class PlansService {
         'Send If-Match with the ETag of the plan you read (GET /api/v1/plan).',
       );
     }
-    // Checked in full, its schemas compiled in a worker; nothing of the compile is kept here.
+    // Checked in full, its schemas compiled in the compiler's process; nothing of the compile is kept here.
     const checked = await validatePlan(raw);
     if (!checked.ok) throw invalidPlan(checked.problems);
     const mode = checked.plan.mode;
