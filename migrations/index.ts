@@ -17,6 +17,7 @@ import { AppDeletion1763930000000 } from './1763930000000-app-deletion';
 import { DeletionUserKeys1763940000000 } from './1763940000000-deletion-user-keys';
 import { CitusDistribution1764200000000 } from './1764200000000-citus-distribution';
 import { Insights1764300000000 } from './1764300000000-insights';
+import { QuarantineLeanIndex1764400000000 } from './1764400000000-quarantine-lean-index';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -40,4 +41,5 @@ export const MIGRATIONS = [
   DeletionUserKeys1763940000000,
   CitusDistribution1764200000000,
   Insights1764300000000,
+  QuarantineLeanIndex1764400000000,
 ];

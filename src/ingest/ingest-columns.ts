@@ -1,6 +1,11 @@
-import { EVENT_FIELDS, FIELD_TYPES, keyOf, type EventField } from '@app/common/events/event-fields';
+import {
+  EVENT_FIELDS,
+  FIELD_TYPES,
+  keyOf,
+  type EventField,
+  type EventValues,
+} from '@app/common/events/event-fields';
 import { BinaryArrayWriter, ElementType, uuidBytes } from '@app/database/binary-arrays';
-import type { AcceptedEvent } from './ingest.types';
 
 /** An element type of BinaryArrayWriter; the repository names its SQL type. */
 export type ColumnType = keyof typeof ElementType;
@@ -8,7 +13,7 @@ export type ColumnType = keyof typeof ElementType;
 /** The rows of one ingest statement: `batchOf[i]` is the batch of `events[i]`. */
 export interface ColumnRows {
   batches: readonly { appId: string; receivedAt: number }[];
-  events: readonly AcceptedEvent[];
+  events: readonly EventValues[];
   batchOf: readonly number[];
 }
 
@@ -75,6 +80,22 @@ function ingestColumn(field: Exclude<EventField, { source: 'database' }>): Inges
 export const INGEST_COLUMNS: readonly IngestColumn[] = EVENT_FIELDS.filter(
   (f): f is Exclude<EventField, { source: 'database' }> => f.source !== 'database',
 ).map(ingestColumn);
+
+/** The SQL type of each element type, as a statement casts its arrays. */
+export const SQL_TYPE: Record<ColumnType, string> = {
+  uuid: 'uuid',
+  timestamptz: 'timestamptz',
+  text: 'text',
+  int8: 'bigint',
+  bool: 'boolean',
+  float8: 'float8',
+  json: 'json',
+};
+
+/** The parameters `$1…$n` of `columns`' arrays (columnArrays), each cast to its array type. */
+export function unnestArrays(columns: readonly IngestColumn[] = INGEST_COLUMNS): string {
+  return columns.map((c, k) => `$${k + 1}::${SQL_TYPE[c.type]}[]`).join(', ');
+}
 
 /**
  * The arrays of one statement, one per column in order, in PostgreSQL's binary format: no

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import type { AcceptedEvent } from './ingest.types';
 import { dirtyMarkArrays } from './dirty-marks';
-import { columnArrays, ColumnType, INGEST_COLUMNS } from './ingest-columns';
+import { columnArrays, INGEST_COLUMNS, SQL_TYPE, unnestArrays as unnestOf } from './ingest-columns';
 import { withDriverClient } from '@app/database/driver-client';
 import { CitusCluster } from '@app/database/citus';
 import { createHash } from 'node:crypto';
@@ -29,20 +29,9 @@ import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 // The input columns come from INGEST_COLUMNS (the stored event's fields, common/events), whose arrays arrive first, in PostgreSQL's binary
 // format (see columnArrays); then the dedup window (text), the dirty marks and the budget.
 
-/** The SQL type of each element type, as the statement casts its arrays. */
-const SQL_TYPE: Record<ColumnType, string> = {
-  uuid: 'uuid',
-  timestamptz: 'timestamptz',
-  text: 'text',
-  int8: 'bigint',
-  bool: 'boolean',
-  float8: 'float8',
-  json: 'json',
-};
-
 /** The statement's parameter `k` after the columns' arrays (1: the dedup window). */
 const after = (k: number) => `$${INGEST_COLUMNS.length + k}`;
-const unnestArrays = INGEST_COLUMNS.map((c, k) => `$${k + 1}::${SQL_TYPE[c.type]}[]`).join(', ');
+const unnestArrays = unnestOf(INGEST_COLUMNS);
 const inputNames = INGEST_COLUMNS.map((c) => c.name).join(', ');
 const storedNames = inputNames;
 const storedValues = INGEST_COLUMNS.map((c) => `i.${c.name}`).join(', ');
