@@ -1,9 +1,9 @@
 // Tenant isolation under hostile tenants: `npm run bench -- --isolation [--quick]`.
 //
 // A victim app works at a steady pace, as a service does: a 100-event batch every 50 ms on one
-// connection and a page of its events every 100 ms on another. It does so alone, then while an
+// connection and a page of its events every 100 ms on another. It does so alone, and while an
 // attacker app sends all-rejected 1,000-event batches (about 946 KB each) on 4 connections, back
-// to back, in two manners:
+// to back, in two manners, the three in windows of 7.5 s that take turns (interleaved()):
 //  - `attacked`: within its limits, at its full rate: on a 429 it waits Retry-After, as the
 //    limits ask. This is the figure the ≤ 2× target is about;
 //  - `attackedIgnoringRetryAfter`: it resends at once after every 429, so each refusal costs
@@ -14,7 +14,8 @@
 // database, so every byte the attacker sends also costs the machine on the client's side. Also
 // measured: the budget's own cost per ingest request, in process. The figures go to
 // bench/results/latest.json (quick.json with --quick) under `isolation`. On a machine shared
-// with other work they are indicative only.
+// with other work they are indicative only. The other hostile tenants (isolation-attackers.mjs)
+// follow, each one's windows taking turns with windows of the victim alone.
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -30,6 +31,10 @@ const EXPORT_SETTLE_MS = 1000;
 // The other attackers' phases: about 450 victim reads each, so that the read p99 is the fifth-
 // slowest answer rather than the second (the alone phase is as long).
 const ATTACKER_PHASE_SECONDS = 45;
+// Each variant's time comes in windows this long, interleaved with the others' (interleaved()).
+const WINDOW_SECONDS = 7.5;
+// After a window with an attacker: its last requests end before the next window.
+const SETTLE_MS = 1000;
 
 function percentile(values, p) {
   if (!values.length) return null;
@@ -129,11 +134,60 @@ async function phase({ baseUrl, victim, attack, seconds, honourRetryAfter = true
   const attackerAnswers = {};
   for (const s of attackStatuses)
     for (const [k, v] of Object.entries(s)) attackerAnswers[k] = (attackerAnswers[k] ?? 0) + v;
-  return {
-    ingest: { ...summary(ingestMs), statuses: ingestStatuses },
-    read: { ...summary(readMs), statuses: readStatuses },
-    ...(attack ? { attackerAnswers } : {}),
-  };
+  return { ingestMs, readMs, ingestStatuses, readStatuses, attackerAnswers };
+}
+
+const addCounts = (into, counts) => {
+  for (const [k, v] of Object.entries(counts)) into[k] = (into[k] ?? 0) + v;
+  return into;
+};
+
+/**
+ * Alternates windows of `windowSeconds` of each variant (the victim alone, or beside an
+ * attacker: { attack, honourRetryAfter }) until each has had `seconds`, and pools each variant's
+ * answers. A shared machine's load drifts by the minute; in consecutive phases that drift fell
+ * on one variant and not the other, and the ratio of two p99s moved with it (one attacker gave
+ * ×1.6 and ×2.3 in runs back to back). Interleaved, the drift weighs on every variant alike. The
+ * order of the variants turns with each window, and after a window with an attacker a pause
+ * lets its last requests end before the next window starts.
+ */
+async function interleaved({ baseUrl, victim, variants, seconds, windowSeconds }) {
+  const names = Object.keys(variants);
+  const windows = Math.max(1, Math.round(seconds / windowSeconds));
+  const pooled = Object.fromEntries(
+    names.map((n) => [
+      n,
+      { ingestMs: [], readMs: [], ingestStatuses: {}, readStatuses: {}, attackerAnswers: {} },
+    ]),
+  );
+  for (let w = 0; w < windows; w++) {
+    for (let k = 0; k < names.length; k++) {
+      const name = names[(w + k) % names.length];
+      const { attack, honourRetryAfter = true } = variants[name];
+      const r = await phase({ baseUrl, victim, attack, seconds: seconds / windows, honourRetryAfter });
+      const into = pooled[name];
+      into.ingestMs.push(...r.ingestMs);
+      into.readMs.push(...r.readMs);
+      addCounts(into.ingestStatuses, r.ingestStatuses);
+      addCounts(into.readStatuses, r.readStatuses);
+      addCounts(into.attackerAnswers, r.attackerAnswers);
+      // The settling of an attacker's last requests, not a wait for a condition.
+      if (attack) await pause(SETTLE_MS);
+    }
+  }
+  return Object.fromEntries(
+    names.map((n) => {
+      const p = pooled[n];
+      return [
+        n,
+        {
+          ingest: { ...summary(p.ingestMs), statuses: p.ingestStatuses },
+          read: { ...summary(p.readMs), statuses: p.readStatuses },
+          ...(variants[n].attack ? { attackerAnswers: p.attackerAnswers } : {}),
+        },
+      ];
+    }),
+  );
 }
 
 const ratio = (a, b) => (a && b ? a / b : null);
@@ -216,39 +270,29 @@ async function serverRuns({ dist, url, seconds, attackerSeconds, log, budget, qu
     // Warm-up, so that the first measured requests pay no JIT or cache cost.
     await phase({ baseUrl: server.baseUrl, victim, seconds: 1 });
     const label = `isolation (budget ${budget ? 'on' : 'off'})`;
-    log(`${label}: victim alone, ${seconds} s`);
-    const alone = await phase({ baseUrl: server.baseUrl, victim, seconds });
-    log(`${label}: victim under attack within the limits, ${seconds} s`);
-    const attacked = await phase({ baseUrl: server.baseUrl, victim, attack: flood, seconds });
-    log(`${label}: victim under attack ignoring Retry-After, ${seconds} s`);
-    const ignoring = await phase({
+    log(
+      `${label}: victim alone, under attack within the limits, and ignoring Retry-After, ${seconds} s each, interleaved`,
+    );
+    const runs = await interleaved({
       baseUrl: server.baseUrl,
       victim,
-      attack: flood,
+      variants: {
+        alone: {},
+        attacked: { attack: flood },
+        attackedIgnoringRetryAfter: { attack: flood, honourRetryAfter: false },
+      },
       seconds,
-      honourRetryAfter: false,
+      windowSeconds: quick ? seconds : WINDOW_SECONDS,
     });
     const result = {
-      alone,
-      attacked,
-      attackedIgnoringRetryAfter: ignoring,
-      ratios: ratios(alone, attacked),
-      ratiosIgnoringRetryAfter: ratios(alone, ignoring),
+      ...runs,
+      ratios: ratios(runs.alone, runs.attacked),
+      ratiosIgnoringRetryAfter: ratios(runs.alone, runs.attackedIgnoringRetryAfter),
     };
     if (budget) {
-      // Longer phases, each attacker's and a new one of the victim alone to compare them with: a
+      // Longer, each attacker's time interleaved with a time of the victim alone as long: a
       // hostile upload or export comes a few times a phase, so the p99 rests on few answers.
-      log(`isolation: victim alone, ${attackerSeconds} s (for the other attackers)`);
-      const aloneLong = await phase({ baseUrl: server.baseUrl, victim, seconds: attackerSeconds });
-      result.attackersAlone = aloneLong;
-      result.attackers = await otherAttackers({
-        context,
-        victim,
-        alone: aloneLong,
-        seconds: attackerSeconds,
-        log,
-        quick,
-      });
+      result.attackers = await otherAttackers({ context, victim, seconds: attackerSeconds, log, quick });
     }
     return result;
   } finally {
@@ -256,15 +300,25 @@ async function serverRuns({ dist, url, seconds, attackerSeconds, log, budget, qu
   }
 }
 
+/** `attacker` prepared, then its windows interleaved with the victim's alone: { alone, attacked, ratios }. */
+async function besideAttacker({ context, victim, attacker, seconds, quick }) {
+  const state = await attacker.prepare(context);
+  const runs = await interleaved({
+    baseUrl: context.baseUrl,
+    victim,
+    variants: { alone: {}, attacked: { attack: { attacker, state } } },
+    seconds,
+    windowSeconds: quick ? seconds : WINDOW_SECONDS,
+  });
+  return { ...runs, ratios: ratios(runs.alone, runs.attacked) };
+}
+
 /** Each of `moreAttackers` against the victim, with its ratios to the victim alone. */
-async function otherAttackers({ context, victim, alone, seconds, log, quick }) {
+async function otherAttackers({ context, victim, seconds, log, quick }) {
   const out = {};
   for (const [name, attacker] of Object.entries(moreAttackers(quick))) {
-    log(`isolation: preparing the ${name} attacker`);
-    const state = await attacker.prepare(context);
-    log(`isolation: victim beside the ${name} attacker, ${seconds} s`);
-    const attacked = await phase({ baseUrl: context.baseUrl, victim, attack: { attacker, state }, seconds });
-    out[name] = { attacked, ratios: ratios(alone, attacked) };
+    log(`isolation: the victim alone and beside the ${name} attacker, ${seconds} s each, interleaved`);
+    out[name] = await besideAttacker({ context, victim, attacker, seconds, quick });
   }
   return out;
 }
@@ -281,11 +335,8 @@ async function oneAttacker({ dist, url, seconds, log, quick, name }) {
     const context = { cli, dist, url, baseUrl: server.baseUrl, exportSettleMs: EXPORT_SETTLE_MS };
     const victim = await tenant(cli, dist, url, 'victim');
     await phase({ baseUrl: server.baseUrl, victim, seconds: 1 });
-    const alone = await phase({ baseUrl: server.baseUrl, victim, seconds });
-    log(`isolation: preparing the ${name} attacker`);
-    const state = await attacker.prepare(context);
-    const attacked = await phase({ baseUrl: server.baseUrl, victim, attack: { attacker, state }, seconds });
-    return { alone, attacked, ratios: ratios(alone, attacked) };
+    log(`isolation: the victim alone and beside the ${name} attacker, ${seconds} s each, interleaved`);
+    return await besideAttacker({ context, victim, attacker, seconds, quick });
   } finally {
     await server.stop();
   }
@@ -315,8 +366,8 @@ export async function isolationMode({
     }
     return 0;
   }
-  // 15 s phases: about 300 victim ingest answers, so that the p99 is not the second-slowest of 160.
-  const seconds = quick ? 3 : 15;
+  // 30 s for each variant: about 600 victim ingest answers, so that the p99 is the sixth-slowest.
+  const seconds = quick ? 3 : 30;
   const attackerSeconds = quick ? seconds : ATTACKER_PHASE_SECONDS;
   let result;
   try {
