@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import type { AcceptedEvent } from './ingest.types';
 import { dirtyMarkArrays } from './dirty-marks';
-import { columnArrays, INGEST_COLUMNS, SQL_TYPE, unnestArrays as unnestOf } from './ingest-columns';
+import { columnArrays, INGEST_COLUMNS, SQL_TYPE, unnestArrays } from './ingest-columns';
 import { withDriverClient } from '@app/database/driver-client';
 import { CitusCluster } from '@app/database/citus';
 import { createHash } from 'node:crypto';
@@ -31,14 +31,14 @@ import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 
 /** The statement's parameter `k` after the columns' arrays (1: the dedup window). */
 const after = (k: number) => `$${INGEST_COLUMNS.length + k}`;
-const unnestArrays = unnestOf(INGEST_COLUMNS);
+const columnParams = unnestArrays(INGEST_COLUMNS);
 const inputNames = INGEST_COLUMNS.map((c) => c.name).join(', ');
 const storedNames = inputNames;
 const storedValues = INGEST_COLUMNS.map((c) => `i.${c.name}`).join(', ');
 
 const WRITE_ROWS = `
 WITH input AS (
-  SELECT * FROM unnest(${unnestArrays}) WITH ORDINALITY AS t(${inputNames}, n)
+  SELECT * FROM unnest(${columnParams}) WITH ORDINALITY AS t(${inputNames}, n)
 ),
 fresh AS (
   INSERT INTO event_dedup AS d (app_id, event_id, seen_at)
@@ -117,7 +117,7 @@ BEGIN
   WITH written AS (
     INSERT INTO events (${storedNames})
     SELECT ${storedValues}
-      FROM unnest(${unnestArrays}) AS i(${inputNames})
+      FROM unnest(${columnParams}) AS i(${inputNames})
      WHERE i.event_id IS NULL OR i.event_id = ANY (fresh)
     RETURNING 1)
   SELECT count(*) INTO stored FROM written;

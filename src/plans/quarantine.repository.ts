@@ -41,10 +41,10 @@ const REPLAY_COLUMNS = [
 // (JSON text). A JSON record set parsed in SQL cost the database three times the CPU of writing
 // as many accepted events.
 const KEPT_NAMES = INGEST_COLUMNS.map((col) => col.name).join(', ');
-const n = INGEST_COLUMNS.length;
+const COLUMN_COUNT = INGEST_COLUMNS.length;
 const INSERT_ROWS = `INSERT INTO quarantine (${KEPT_NAMES}, code, violations)
   SELECT ${KEPT_NAMES}, code, violations::jsonb
-    FROM unnest(${unnestArrays(INGEST_COLUMNS)}, $${n + 1}::text[], $${n + 2}::text[])
+    FROM unnest(${unnestArrays(INGEST_COLUMNS)}, $${COLUMN_COUNT + 1}::text[], $${COLUMN_COUNT + 2}::text[])
       AS i(${KEPT_NAMES}, code, violations)`;
 
 /** WHERE clauses for an app, the filters and a position (newest first, or oldest first). */
