@@ -90,7 +90,12 @@ async function loop(deadline, step, okStatus, into, { everyMs = 0, honourRetryAf
 const victimBatch = (n) =>
   JSON.stringify({ events: Array.from({ length: n }, (_, i) => ({ eventName: `Victim.${i % 5}` })) });
 
-/** 1,000 events that are all rejected (a nested payload object), about 946 KB. */
+/** Adds the counts of `counts` (status → number) into `into`. */
+const addCounts = (into, counts) => {
+  for (const [k, v] of Object.entries(counts)) into[k] = (into[k] ?? 0) + v;
+  return into;
+};
+
 /**
  * One measured phase: the victim alone, or beside `attack` (an attacker of
  * isolation-attackers.mjs with its prepared `state`) on its own connections.
@@ -132,18 +137,12 @@ async function phase({ baseUrl, victim, attack, seconds, honourRetryAfter = true
   const [ingestStatuses, readStatuses, ...attackStatuses] = await Promise.all([...work, ...attacks]);
   agent.destroy();
   const attackerAnswers = {};
-  for (const s of attackStatuses)
-    for (const [k, v] of Object.entries(s)) attackerAnswers[k] = (attackerAnswers[k] ?? 0) + v;
+  for (const s of attackStatuses) addCounts(attackerAnswers, s);
   return { ingestMs, readMs, ingestStatuses, readStatuses, attackerAnswers };
 }
 
-const addCounts = (into, counts) => {
-  for (const [k, v] of Object.entries(counts)) into[k] = (into[k] ?? 0) + v;
-  return into;
-};
-
 /**
- * Alternates windows of `windowSeconds` of each variant (the victim alone, or beside an
+ * Alternates windows of WINDOW_SECONDS of each variant (the victim alone, or beside an
  * attacker: { attack, honourRetryAfter }) until each has had `seconds`, and pools each variant's
  * answers. A shared machine's load drifts by the minute; in consecutive phases that drift fell
  * on one variant and not the other, and the ratio of two p99s moved with it (one attacker gave
@@ -151,9 +150,10 @@ const addCounts = (into, counts) => {
  * order of the variants turns with each window, and after a window with an attacker a pause
  * lets its last requests end before the next window starts.
  */
-async function interleaved({ baseUrl, victim, variants, seconds, windowSeconds }) {
+async function interleaved({ baseUrl, victim, variants, seconds, quick }) {
   const names = Object.keys(variants);
-  const windows = Math.max(1, Math.round(seconds / windowSeconds));
+  // --quick: one window of each.
+  const windows = quick ? 1 : Math.max(1, Math.round(seconds / WINDOW_SECONDS));
   const pooled = Object.fromEntries(
     names.map((n) => [
       n,
@@ -282,7 +282,7 @@ async function serverRuns({ dist, url, seconds, attackerSeconds, log, budget, qu
         attackedIgnoringRetryAfter: { attack: flood, honourRetryAfter: false },
       },
       seconds,
-      windowSeconds: quick ? seconds : WINDOW_SECONDS,
+      quick,
     });
     const result = {
       ...runs,
@@ -308,7 +308,7 @@ async function besideAttacker({ context, victim, attacker, seconds, quick }) {
     victim,
     variants: { alone: {}, attacked: { attack: { attacker, state } } },
     seconds,
-    windowSeconds: quick ? seconds : WINDOW_SECONDS,
+    quick,
   });
   return { ...runs, ratios: ratios(runs.alone, runs.attacked) };
 }
