@@ -7,6 +7,7 @@ import { DAY_MS } from '@app/common/time';
 import { RollupsService } from '@app/rollups/rollups.service';
 import { SuppressionsService } from '@app/privacy/suppressions.service';
 import { bearer, makeApiKey, makeApp, makeIngestKey, postIngest } from './factories';
+import { otherDatabase, recreateDatabase } from './support/databases';
 import { startTestApp, TestApp } from './support/test-app';
 
 const UNTHROTTLED = {
@@ -43,9 +44,12 @@ describe('the erasure ledger (ERASURE_LEDGER_PATH)', () => {
   let deletionId: string;
   const now = Date.now();
 
+  // A database of its own: the deletion runner takes pending deletions of every app it can see,
+  // and the shared test database holds other files' deletions, which would land in this ledger.
+  const databaseUrl = otherDatabase('tally_erasure_ledger');
   const start = async () =>
     startTestApp(
-      { ...UNTHROTTLED, ERASURE_LEDGER_PATH: ledgerPath, LOG_LEVEL: 'warn' },
+      { ...UNTHROTTLED, DATABASE_URL: databaseUrl, ERASURE_LEDGER_PATH: ledgerPath, LOG_LEVEL: 'warn' },
       { logDestination: { write: (l: string) => lines.push(l) } },
     );
 
@@ -78,6 +82,7 @@ describe('the erasure ledger (ERASURE_LEDGER_PATH)', () => {
   }
 
   beforeAll(async () => {
+    await recreateDatabase('tally_erasure_ledger');
     t = await start();
     appId = (await makeApp(t.app)).id;
     ingestKey = (await makeIngestKey(t.app, appId)).key;
