@@ -228,6 +228,46 @@ describe('QUARANTINE_MAX_EVENTS_PER_DAY', () => {
     expect(metrics).toMatch(/tally_quarantine_dropped_total [5-9]/);
   });
 
+  it('once the day is full, an SDK batch of refused messages is only warned: each by its position and id', async () => {
+    const s = await tenant(t);
+    // Three messages fill the day's room; the next batches find it full.
+    const old = new Date(Date.now() - 400 * 86_400_000).toISOString();
+    const batch = (tag: string, n: number) => ({
+      api_key: s.liveKey,
+      batch: Array.from({ length: n }, (_, i) => ({
+        event: 'Late',
+        uuid: `${tag}-${i}`,
+        distinct_id: 'acct-1',
+        timestamp: old,
+      })),
+    });
+    const send = (body: unknown) =>
+      request(t.http)
+        .post('/api/posthog/batch/')
+        .send(body as object);
+    const filling = await send(batch('fill', 4));
+    expect(filling.status).toBe(200);
+    expect(filling.body.warningCounts).toEqual({ quarantine_full: 1 });
+    expect(await quarantineCount(t, s.appId)).toBe(3);
+    for (const tag of ['after', 'again']) {
+      const res = await send(batch(tag, 2));
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ received: 2, accepted: 0, rejected: 2 });
+      expect(res.body.errorCounts).toEqual({ event_too_old: 2 });
+      expect(res.body.warningCounts).toEqual({ quarantine_full: 2 });
+      expect(res.body.warnings).toEqual(
+        [0, 1].map((index) => ({
+          index,
+          eventId: `${tag}-${index}`,
+          field: 'eventName',
+          code: 'quarantine_full',
+          message: expect.stringContaining('QUARANTINE_MAX_EVENTS_PER_DAY'),
+        })),
+      );
+    }
+    expect(await quarantineCount(t, s.appId)).toBe(3);
+  });
+
   it('is per app: another app of the same day still has its room', async () => {
     const s = await tenant(t);
     await putPlan(t.http, s.appId, s.key, rejectAll);

@@ -13,7 +13,14 @@ import type { AcceptedEvent, IngestResult } from './ingest.types';
 import { pseudonymise } from './pii';
 import { EventNameBound } from './event-name-bound';
 import { INGEST_PLANS, type IngestPlans } from '@app/common/plans/ingest-plans.port';
-import { keptEvent, keptRejections, NATIVE, type IngestOptions, type RejectedItem } from './kept-rejections';
+import {
+  keptEvent,
+  keptRejections,
+  NATIVE,
+  rejectedRef,
+  type IngestOptions,
+  type RejectedItem,
+} from './kept-rejections';
 import { BatchEvaluator, QUARANTINE_FULL, type PreparedBatch } from './batch-evaluator';
 
 /** The ingest rules of docs/ingest.md: the event rate, the batch's evaluation, the write, metering. */
@@ -61,10 +68,7 @@ export class IngestService {
       accepted -= repeated.length;
     }
     await this.settle(batch, accepted, duplicates, options);
-    if (kept.length) {
-      cpu.chargeQuarantineRows(kept.length);
-      await this.keepRejected(batch, kept);
-    }
+    if (kept.length) await this.keepRejected(batch, kept, cpu);
     return this.evaluator.result(batch, body, { accepted, duplicates, rejected });
   }
 
@@ -93,13 +97,20 @@ export class IngestService {
    * Keeps the request's rejected events in the quarantine with their codes (the SDK formats,
    * whose clients never read per-event results), within the app's daily bound.
    */
-  private async keepRejected(batch: PreparedBatch, items: RejectedItem[]): Promise<void> {
+  private async keepRejected(batch: PreparedBatch, items: RejectedItem[], cpu: CpuMeter): Promise<void> {
     const { appId, receivedAt, secret, testMode } = batch;
     const { validator } = batch;
+    const max = this.config.quarantineMaxEventsPerDay;
+    if (this.plans.quarantineFull(appId, receivedAt, max)) {
+      // No room today: nothing to build or write, each event only gets its warning.
+      for (const item of items) validator.noteRejected(rejectedRef(item) as AcceptedEvent, QUARANTINE_FULL);
+      this.metrics.recordQuarantineDropped(items.length);
+      return;
+    }
+    cpu.chargeQuarantineRows(items.length);
     const build = (raw: unknown) =>
       keptEvent(raw, receivedAt, testMode, (kind, value) => pseudonymise(secret, kind, value));
     const rejections = await keptRejections(items, validator.errors, build);
-    const max = this.config.quarantineMaxEventsPerDay;
     const kept = await this.plans.keep(appId, receivedAt, rejections, max);
     this.metrics.recordQuarantineDropped(rejections.length - kept);
     for (const { event } of rejections.slice(kept)) {

@@ -149,6 +149,18 @@ export function keptEvent(
   };
 }
 
+const EVENT_ID = SENT_FIELDS.find((f) => f.name === 'eventId')!;
+
+/**
+ * A rejected event's position and event id, as its warnings name it, without the record the
+ * quarantine would keep (the id as that record would have it).
+ */
+export function rejectedRef({ index, raw, event }: RejectedItem): { index: number; eventId: string | null } {
+  if (event !== null) return { index, eventId: event.eventId };
+  const ev = typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>) : {};
+  return { index, eventId: keptValue(EVENT_ID, ev.eventId) as string | null };
+}
+
 type KeptRejection = Rejection<QuarantineEvent & { index: number }>;
 
 /** The errors of a request by event, as the quarantine's violations. */
@@ -177,7 +189,6 @@ function rejectionOf(
   };
 }
 
-/** The most a request's kept rejections hold the event loop at a time. */
 /**
  * The quarantine records of a request's kept rejections, with the errors listed for each. The
  * event loop is handed back after every SLICE_MS of work: what is kept of 1,000 refused events

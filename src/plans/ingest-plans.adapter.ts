@@ -53,6 +53,10 @@ export class PlansForIngest implements IngestPlans {
   ): Promise<number> {
     return this.quarantine.keep(appId, receivedAt, rejected, maxPerDay);
   }
+
+  quarantineFull(appId: string, receivedAt: number, maxPerDay: number): boolean {
+    return this.quarantine.isFull(appId, receivedAt, maxPerDay);
+  }
 }
 
 /**

@@ -3,7 +3,7 @@ import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import type { PlanGate, Rejection } from './plan-gate';
 import { QualityService } from './quality.service';
-import { QuarantineRepository } from './quarantine.repository';
+import { QuarantineService } from './quarantine.service';
 import type { QuarantineEvent } from './quarantine.types';
 
 /** What ingest does with a request's plan verdicts once its accepted events are stored. */
@@ -11,7 +11,7 @@ import type { QuarantineEvent } from './quarantine.types';
 export class PlanEnforcement {
   constructor(
     @Inject(APP_CONFIG) private readonly config: ConfigSlice<'quarantineMaxEventsPerDay'>,
-    private readonly quarantine: QuarantineRepository,
+    private readonly quarantine: QuarantineService,
     private readonly metrics: MetricsService,
     private readonly quality: QualityService,
   ) {}
@@ -29,7 +29,7 @@ export class PlanEnforcement {
     this.metrics.recordPlanViolations(gate.violations);
     this.quality.add(appId, receivedAt, gate);
     const { rejected } = gate;
-    const kept = await this.quarantine.insert(
+    const kept = await this.quarantine.keep(
       appId,
       receivedAt,
       rejected,

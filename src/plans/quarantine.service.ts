@@ -22,12 +22,20 @@ export function toQuarantineRecord(secret: Buffer, row: QuarantineRow): Quaranti
   return { ...toEventRecord(secret, row), code: row.code, violations: row.violations };
 }
 
+/** An app's UTC receive day under one daily bound, as QuarantineService.fullDays keys it. */
+function fullDay(receivedAt: number, maxPerDay: number): string {
+  return `${utcDateString(receivedAt)}/${maxPerDay}`;
+}
+
 /**
  * The quarantine: keeping rejected events within the app's daily bound, reading them, the
  * replay's chunks, erasure, and the upkeep of its daily partitions (run by QuarantineMaintenanceJob).
  */
 @Injectable()
 export class QuarantineService {
+  /** The latest UTC day found full per app, with the bound it was full under (fullDay). */
+  private readonly fullDays = new Map<string, string>();
+
   constructor(
     private readonly quarantine: QuarantineRepository,
     @Inject(APP_CONFIG) private readonly config: ConfigSlice<'quarantineDays'>,
@@ -54,15 +62,29 @@ export class QuarantineService {
 
   /**
    * Keeps rejected events within the app's daily bound (`maxPerDay`); returns how many were kept
-   * (the first ones of `rejected`).
+   * (the first ones of `rejected`). A day this instance found full is not asked again.
    */
-  keep(
+  async keep<E extends QuarantineEvent>(
     appId: string,
     receivedAt: number,
-    rejected: Rejection<QuarantineEvent>[],
+    rejected: Rejection<E>[],
     maxPerDay: number,
   ): Promise<number> {
-    return this.quarantine.insert(appId, receivedAt, rejected, maxPerDay);
+    if (!rejected.length || this.isFull(appId, receivedAt, maxPerDay)) return 0;
+    const kept = await this.quarantine.insert(appId, receivedAt, rejected, maxPerDay);
+    if (kept < rejected.length) this.fullDays.set(appId, fullDay(receivedAt, maxPerDay));
+    return kept;
+  }
+
+  /**
+   * Whether the app's UTC receive day is known to have no room left under `maxPerDay`. A day's
+   * count of kept events only grows (replays and erasure do not give room back), so once an
+   * insert found it full, it stays full until the day ends: the requests of a key whose every
+   * event is rejected then skip the quarantine's transaction, and ingest skips building the
+   * records it would not keep.
+   */
+  isFull(appId: string, receivedAt: number, maxPerDay: number): boolean {
+    return this.fullDays.get(appId) === fullDay(receivedAt, maxPerDay);
   }
 
   /**

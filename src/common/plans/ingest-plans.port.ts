@@ -74,6 +74,8 @@ export interface IngestPlans {
     rejected: Rejection<QuarantineEvent>[],
     maxPerDay: number,
   ): Promise<number>;
+  /** Whether the app's receive day is known to have no room left under `maxPerDay` (keep would keep none). */
+  quarantineFull(appId: string, receivedAt: number, maxPerDay: number): boolean;
 }
 
 /** The injection token of `IngestPlans`. */
