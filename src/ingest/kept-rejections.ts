@@ -58,8 +58,14 @@ export function isKept(code: EventErrorCode): boolean {
   return !NOT_KEPT.has(code);
 }
 
+// A control character or any surrogate: text without one is storable as it is.
+// eslint-disable-next-line no-control-regex
+const SUSPECT = /[\u0000-\u001f\u007f-\u009f\ud800-\udfff]/;
+
 /** Whether PostgreSQL can store `s` as text and in JSON: no control character, no lone surrogate. */
 function storable(s: string): boolean {
+  // Most text has neither, which one native scan shows; paired surrogates need the loop.
+  if (!SUSPECT.test(s)) return true;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
     if (isControlCode(c)) return false;
@@ -89,8 +95,11 @@ function keptPayload(value: unknown): Payload | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
   const out: Payload = {};
   let n = 0;
-  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+  const obj = value as Record<string, unknown>;
+  for (const key in obj) {
+    if (!Object.hasOwn(obj, key)) continue;
     if (n >= EVENT_LIMITS.payloadMaxKeys) break;
+    const v = obj[key];
     const k = text(key, EVENT_LIMITS.payloadKeyMax);
     if (k === null) continue;
     if (typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) out[k] = v;
@@ -120,6 +129,9 @@ function keptValue(f: SentField, value: unknown): unknown {
   }
 }
 
+/** The key of each of SENT_FIELDS, in its order. */
+const SENT_KEYS = SENT_FIELDS.map(keyOf);
+
 /**
  * What the quarantine keeps of an event the field rules refused: each sent field's part that is
  * storable as it is, user ids already pseudonymised by the caller, personal data never raw.
@@ -134,19 +146,18 @@ export function keptEvent(
     string,
     unknown
   >;
-  const kept = Object.fromEntries(SENT_FIELDS.map((f) => [keyOf(f), keptValue(f, ev[f.name])])) as Omit<
-    QuarantineEvent,
-    'ts'
-  >;
+  const out: Record<string, unknown> = {};
+  for (let i = 0; i < SENT_FIELDS.length; i++) {
+    out[SENT_KEYS[i]] = keptValue(SENT_FIELDS[i], ev[SENT_FIELDS[i].name]);
+  }
+  const kept = out as unknown as QuarantineEvent;
   const user = kept.anonymousUserId;
   const kind = user === null ? null : identifierKind(user);
-  return {
-    ...kept,
-    eventName: kept.eventName ?? '(invalid)',
-    anonymousUserId: kind === null ? user : pseudonymise(kind, user!),
-    ts: receivedAt,
-    isTestMode: testMode || kept.isTestMode,
-  };
+  kept.eventName ??= '(invalid)';
+  if (kind !== null) kept.anonymousUserId = pseudonymise(kind, user!);
+  kept.ts = receivedAt;
+  kept.isTestMode = testMode || kept.isTestMode;
+  return kept;
 }
 
 const EVENT_ID = SENT_FIELDS.find((f) => f.name === 'eventId')!;
