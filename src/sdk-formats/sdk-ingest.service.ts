@@ -47,6 +47,7 @@ export class SdkIngestService {
     private readonly metrics: MetricsService,
   ) {}
 
+  /** Runs a body through the mapping and ingest; the body's parsed value is released once mapped. */
   async run(
     source: SdkSource,
     key: RequestKey,
@@ -64,6 +65,10 @@ export class SdkIngestService {
       return p;
     };
     const mapped = cpu.time(() => map(body.value, pseudonym));
+    // The SDK's messages are garbage once mapped: let the collector have them while the batch is
+    // written (a request's frames keep `body` to its end), instead of copying them from one young
+    // generation to the next beside the mapped events.
+    body.value = undefined;
     if (mapped === null) throw notABatch('batch');
     const messages = mapped.events.length + mapped.acknowledged + mapped.rejections.length;
     const max = maxEventsPerRequest(this.config);
