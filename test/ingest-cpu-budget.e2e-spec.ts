@@ -1,4 +1,7 @@
 import request from 'supertest';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
 import { makeTenant, postIngest } from './factories';
 import { storedEventCount } from './factories/events';
 import { useTestApp } from './support/test-app';
@@ -52,6 +55,79 @@ describe('ingest CPU budget per key (INGEST_CPU_MS_PER_SECOND)', () => {
       .send(`{"api_key":"${attacker.liveKey}","batch":[{"event":`);
     expectProblem(res, 429, 'rate_limited');
     expect(res.body).toEqual(expect.objectContaining({ limitCpuMsPerSecond: 1 }));
+  });
+
+  interface Answer {
+    status: number;
+    headers: IncomingHttpHeaders;
+    body: string;
+  }
+
+  /**
+   * Sends the headers of a PostHog body of `declared` bytes and only `start` of it, then waits for
+   * an answer: a server that reads the rest before answering never gives one.
+   */
+  async function partialUpload(start: string, declared: number): Promise<Answer> {
+    // Supertest listens for each of its requests and closes after; this request does the same.
+    const server = t.http.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      return await answerTo(start, declared, (server.address() as AddressInfo).port);
+    } finally {
+      await new Promise<void>((done) => server.close(() => done()));
+    }
+  }
+
+  function answerTo(start: string, declared: number, port: number): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      const req = httpRequest({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/api/posthog/batch/',
+        headers: { 'content-type': 'application/json', 'content-length': String(declared) },
+      });
+      const timer = setTimeout(() => {
+        req.destroy();
+        reject(new Error('no answer before the rest of the body'));
+      }, 5000);
+      req.on('response', (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (body += d));
+        res.on('end', () => {
+          clearTimeout(timer);
+          req.destroy();
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+        });
+      });
+      req.on('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      req.write(start);
+    });
+  }
+
+  it('an SDK body whose key is its first member is answered from its first bytes: past the share, or a wrong key', async () => {
+    const attacker = await makeTenant(t.app);
+    await anotherAppIngests();
+    const spend = await postIngest(t.http, attacker.liveKey, rejectedBatch('peek'));
+    expect(spend.status).toBe(200);
+    // 2 KB of a declared 1 MB: the key is in the first bytes, the rest never comes.
+    const start = (key: string) =>
+      `{"api_key":"${key}","batch":[{"event":"x","properties":{"pad":"${'y'.repeat(2048)}`;
+    const over = await partialUpload(start(attacker.liveKey), 1_000_000);
+    expect(over.status).toBe(429);
+    expect(JSON.parse(over.body)).toEqual(
+      expect.objectContaining({ code: 'rate_limited', limitCpuMsPerSecond: 1 }),
+    );
+    expect(over.headers.connection).toBe('close');
+    expect(Number(over.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+
+    const wrong = await partialUpload(start('tly_live_notakey'), 1_000_000);
+    expect(wrong.status).toBe(401);
+    expect(JSON.parse(wrong.body)).toEqual(expect.objectContaining({ code: 'invalid_key' }));
   });
 
   it("a key's batches sent together take turns: once its share is spent, the waiting ones get 429", async () => {

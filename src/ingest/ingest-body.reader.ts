@@ -1,7 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
 import { AppError } from '@app/common/app-error';
-import { type BodyFormat, type JsonBody, parseJsonBody, readBodyBytes } from '@app/common/http/json-body';
+import {
+  type BodyFormat,
+  type BodyPeek,
+  type JsonBody,
+  parseJsonBody,
+  readBodyBytes,
+} from '@app/common/http/json-body';
 import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { BatchLimits, batchTooLarge } from './ingest-errors';
 import { CpuMeter } from './ingest-cpu.budget';
@@ -99,8 +105,17 @@ export class IngestBodyReader {
     return cpu.time(() => parseJsonBody(buffer));
   }
 
-  /** The body's bytes within ingest's limits, their reading charged to `cpu`; not parsed. */
-  async readBytes(req: Request, keyId: string, cpu: CpuMeter, format: BodyFormat = {}): Promise<Buffer> {
+  /**
+   * The body's bytes within ingest's limits, their reading charged to `cpu`; not parsed. `peek`
+   * looks at the first bytes before the rest is read, and may refuse the request there.
+   */
+  async readBytes(
+    req: Request,
+    keyId: string,
+    cpu: CpuMeter,
+    format: BodyFormat = {},
+    peek?: BodyPeek,
+  ): Promise<Buffer> {
     const buffer = await readBodyBytes(
       req,
       {
@@ -112,6 +127,7 @@ export class IngestBodyReader {
           minBytesPerSecond: this.config.ingestBodyMinBytesPerSecond,
         },
         budget: () => this.account(req, keyId),
+        peek,
       },
       format,
     );

@@ -129,14 +129,25 @@ export class IngestCpuBudgets extends KeyTimeBudgets {
     super((msPerSecond) => msPerSecond);
   }
 
-  /** Admits a request of the key, or throws 429 `rate_limited` while it is over its share. */
-  admit(keyId: string, now = Date.now()): CpuMeter {
+  /**
+   * The 429 that `admit` would answer the key now, or null; admits nothing. For a request whose
+   * key is found in its body's first bytes: refused there, the rest of the body is never read.
+   */
+  refusal(keyId: string, now = Date.now()): AppError | null {
     const msPerSecond = this.config.ingestCpuMsPerSecond;
     this.active.touch(keyId, now);
     if (!this.active.othersActive(keyId, now)) this.forgive(keyId, msPerSecond);
-    const admission = this.take(keyId, Number.POSITIVE_INFINITY, msPerSecond);
+    const retryAfterMs = this.overdrawn(keyId, msPerSecond, now);
+    return retryAfterMs === null ? null : this.overBudget(retryAfterMs, { Connection: 'close' });
+  }
+
+  /** Admits a request of the key, or throws 429 `rate_limited` while it is over its share. */
+  admit(keyId: string, now = Date.now()): CpuMeter {
+    // The body is not read: closing the connection spares the server the rest of the upload.
+    const refused = this.refusal(keyId, now);
+    if (refused !== null) throw refused;
+    const admission = this.take(keyId, Number.POSITIVE_INFINITY, this.config.ingestCpuMsPerSecond, now);
     if (!admission.ok) {
-      // The body is not read: closing the connection spares the server the rest of the upload.
       throw this.overBudget(admission.reason === 'time' ? admission.retryAfterMs : 1000, {
         Connection: 'close',
       });

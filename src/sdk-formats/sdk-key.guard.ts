@@ -1,11 +1,11 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
-import { bearerToken } from '@app/auth/authenticated-request';
+import { bearerToken, requestKey } from '@app/auth/authenticated-request';
 import { KeyAuthenticator } from '@app/auth/key-auth';
 import { IngestBodyReader, type BodyFormat, type IngestBody } from '@app/ingest/ingest-body.reader';
-import { CpuMeter } from '@app/ingest/ingest-cpu.budget';
+import { CpuMeter, IngestCpuBudgets } from '@app/ingest/ingest-cpu.budget';
 import { AppError } from '@app/common/app-error';
-import { parseJsonBody } from '@app/common/http/json-body';
+import { parseJsonBody, type BodyPeek } from '@app/common/http/json-body';
 import { postHogKeyOf } from './posthog.mapping';
 import { isObject } from './sdk-mapping';
 
@@ -86,6 +86,7 @@ abstract class SdkKeyGuard implements CanActivate {
   constructor(
     private readonly auth: KeyAuthenticator,
     private readonly reader: IngestBodyReader,
+    private readonly budgets: IngestCpuBudgets,
   ) {}
 
   protected abstract headerKey(req: Request): string | null;
@@ -102,7 +103,25 @@ abstract class SdkKeyGuard implements CanActivate {
       return true;
     }
     const cpu = new CpuMeter();
-    const bytes = await this.reader.readBytes(req, UNAUTHENTICATED, cpu, this.format(req));
+    // A key written first is known from the body's first bytes: a wrong key, or one past its CPU
+    // share, is refused there, and the rest of the body is never read.
+    let peeked: string | null = null;
+    const peek: BodyPeek = {
+      bytes: LEADING_BYTES,
+      check: async (prefix) => {
+        const key = leadingMember(prefix, this.keyMember);
+        if (key === null) return null;
+        try {
+          await this.auth.authenticate(req, 'ingest', key);
+        } catch (err) {
+          if (err instanceof AppError) return err;
+          throw err;
+        }
+        peeked = key;
+        return this.budgets.refusal(requestKey(req).id);
+      },
+    };
+    const bytes = await this.reader.readBytes(req, UNAUTHENTICATED, cpu, this.format(req), peek);
     const leading = leadingMember(bytes, this.keyMember);
     const keep = (pre: PreReadBody) => ((req as unknown as Record<symbol, PreReadBody>)[BODY] = pre);
     if (leading !== null) {
@@ -121,7 +140,7 @@ abstract class SdkKeyGuard implements CanActivate {
           return parsed;
         },
       });
-      await this.auth.authenticate(req, 'ingest', leading);
+      if (peeked !== leading) await this.auth.authenticate(req, 'ingest', leading);
       return true;
     }
     const body = cpu.time(() => parseJsonBody(bytes));

@@ -34,6 +34,18 @@ export interface JsonBodyLimits {
   pace?: { idleMs: number; minBytesPerSecond: number };
   /** Opened once the headers are accepted: the budget the decoded bytes are counted against. */
   budget?: () => ByteBudget;
+  /** A look at the body's first bytes before the rest is read (BodyPeek). */
+  peek?: BodyPeek;
+}
+
+/**
+ * A look at the first `bytes` raw bytes of a body, as they arrive: the read waits for `check`,
+ * and ends with its error, if any, without reading the rest (a body shorter than `bytes` is not
+ * looked at). A body whose key is inside it can be refused this way for its first bytes.
+ */
+export interface BodyPeek {
+  bytes: number;
+  check(prefix: Buffer): Promise<AppError | null>;
 }
 
 type Encoding = 'identity' | 'gzip';
@@ -80,6 +92,7 @@ interface UploadPace {
   tooLarge: (rawBytes: number) => AppError;
   /** For a plain body, whose raw bytes are its decoded bytes: the byte budget. */
   take?: ByteBudget;
+  peek?: BodyPeek;
 }
 
 /**
@@ -94,9 +107,14 @@ class UploadWatch extends Transform {
   private windowStart = this.lastByteAt;
   private windowBytes = 0;
   private readonly timer: NodeJS.Timeout | undefined;
+  /** What arrived of the body before the peek has looked; none once it has. */
+  private prefix: Buffer[] | null;
+  /** What the peek's check failed with (not an answer of its own): rethrown as it is. */
+  failure: unknown = null;
 
   constructor(private readonly pace: UploadPace) {
     super();
+    this.prefix = pace.peek ? [] : null;
     if (pace.idleMs > 0) {
       // eslint-disable-next-line no-restricted-globals -- one request's idle watchdog, not background work.
       this.timer = setInterval(() => this.check(), Math.max(25, Math.min(1000, pace.idleMs / 4)));
@@ -136,7 +154,19 @@ class UploadWatch extends Transform {
     if (this.raw > this.pace.rawLimit) return done(this.pace.tooLarge(this.raw));
     this.lastByteAt = Date.now();
     this.windowBytes += chunk.length;
-    done(this.pace.take?.(chunk.length) ?? null, chunk);
+    const refused = this.pace.take?.(chunk.length) ?? null;
+    if (refused !== null || this.prefix === null) return done(refused, chunk);
+    this.prefix.push(chunk);
+    if (this.raw < this.pace.peek!.bytes) return done(null, chunk);
+    const prefix = Buffer.concat(this.prefix);
+    this.prefix = null;
+    this.pace.peek!.check(prefix).then(
+      (error) => done(error, error === null ? chunk : undefined),
+      (failure: unknown) => {
+        this.failure = failure;
+        done(failure as Error);
+      },
+    );
   }
 
   override _flush(done: TransformCallback): void {
@@ -237,6 +267,7 @@ async function collect(
   const watch = new UploadWatch({
     rawLimit,
     take: encoding === 'identity' ? take : undefined,
+    peek: limits.peek,
     idleMs: limits.pace?.idleMs ?? 0,
     minBytesPerSecond: limits.pace?.minBytesPerSecond ?? 0,
     tooLarge: (raw) =>
@@ -265,7 +296,7 @@ async function collect(
     // Let the rest of the upload drain unread; nothing more is buffered.
     req.resume();
     watch.destroy();
-    throw readError(err, limits);
+    throw watch.failure ?? readError(err, limits);
   } finally {
     req.off('error', onAbort);
     req.off('close', onClose);
