@@ -158,7 +158,7 @@ class UploadWatch extends Transform {
     if (refused !== null || this.prefix === null) return done(refused, chunk);
     this.prefix.push(chunk);
     if (this.raw < this.pace.peek!.bytes) return done(null, chunk);
-    const prefix = Buffer.concat(this.prefix);
+    const prefix = this.prefix.length === 1 ? this.prefix[0] : Buffer.concat(this.prefix);
     this.prefix = null;
     this.pace.peek!.check(prefix).then(
       (error) => done(error, error === null ? chunk : undefined),
