@@ -111,12 +111,8 @@ abstract class SdkKeyGuard implements CanActivate {
       check: async (prefix) => {
         const key = leadingMember(prefix, this.keyMember);
         if (key === null) return null;
-        try {
-          await this.auth.authenticate(req, 'ingest', key);
-        } catch (err) {
-          if (err instanceof AppError) return err;
-          throw err;
-        }
+        // A wrong key's 401 ends the read as it is thrown (BodyPeek).
+        await this.auth.authenticate(req, 'ingest', key);
         peeked = key;
         return this.budgets.refusal(requestKey(req).id);
       },

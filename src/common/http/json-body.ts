@@ -40,8 +40,9 @@ export interface JsonBodyLimits {
 
 /**
  * A look at the first `bytes` raw bytes of a body, as they arrive: the read waits for `check`,
- * and ends with its error, if any, without reading the rest (a body shorter than `bytes` is not
- * looked at). A body whose key is inside it can be refused this way for its first bytes.
+ * and ends with the error it returns or throws, as it is, without reading the rest (a body
+ * shorter than `bytes` is not looked at). A body whose key is inside it can be refused this way
+ * for its first bytes.
  */
 export interface BodyPeek {
   bytes: number;
@@ -109,7 +110,7 @@ class UploadWatch extends Transform {
   private readonly timer: NodeJS.Timeout | undefined;
   /** What arrived of the body before the peek has looked; none once it has. */
   private prefix: Buffer[] | null;
-  /** What the peek's check failed with (not an answer of its own): rethrown as it is. */
+  /** What the peek's check threw: rethrown as it is, never mapped to a read error. */
   failure: unknown = null;
 
   constructor(private readonly pace: UploadPace) {
