@@ -18,6 +18,7 @@ import { DeletionUserKeys1763940000000 } from './1763940000000-deletion-user-key
 import { CitusDistribution1764200000000 } from './1764200000000-citus-distribution';
 import { Insights1764300000000 } from './1764300000000-insights';
 import { QuarantineLeanIndex1764400000000 } from './1764400000000-quarantine-lean-index';
+import { BreakdownMemberLists1764500000000 } from './1764500000000-breakdown-member-lists';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -42,4 +43,5 @@ export const MIGRATIONS = [
   CitusDistribution1764200000000,
   Insights1764300000000,
   QuarantineLeanIndex1764400000000,
+  BreakdownMemberLists1764500000000,
 ];

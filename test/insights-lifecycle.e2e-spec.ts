@@ -80,7 +80,22 @@ describe('insights: erasure, zone changes and the value bound', () => {
          FROM insight_day_users WHERE app_id = $1 AND NOT rezone AND event_name = '' AND day = $3::date`,
       [appId, oldDay, addDays(today, -3)],
     );
+    // And its breakdown rows: their lists have no events left to be recomputed from.
+    await t.db.query(
+      `INSERT INTO insight_breakdowns (app_id, rezone, dimension, day, is_test_mode, kind, value, events, fv_count,
+                                       fv_sum, fv_min, fv_max, users, sessions, timezone, day_end, computed_at)
+       SELECT app_id, false, dimension, $2::date, is_test_mode, kind, value, events, fv_count, fv_sum, fv_min,
+              fv_max, users, sessions, timezone, now(), now()
+         FROM insight_breakdowns WHERE app_id = $1 AND NOT rezone AND day = $3::date`,
+      [appId, oldDay, addDays(today, -3)],
+    );
+    const oldPlatforms = async () =>
+      (
+        (await get(`/api/v1/breakdown?appId=${appId}&by=platform&fromDate=${oldDay}&toDate=${oldDay}`, key))
+          .body as { value: string; events: number; users: number }[]
+      ).map((r) => [r.value, r.events, r.users]);
     const read = async () => ({
+      oldPlatforms: await oldPlatforms(),
       total: (
         await get(`/api/v1/active-users?appId=${appId}&fromDate=${from}&toDate=${today}&interval=total`, key)
       ).body[0].users as number,
@@ -125,6 +140,15 @@ describe('insights: erasure, zone changes and the value bound', () => {
     expect(after.old).toBe(before.old - 1);
     expect(after.days).toEqual(before.days.map((n, i) => n - ((9 - i) % 3 === 0 ? 1 : 0)));
     expect(after.platforms).toEqual([['iOS', 6]]);
+    // Past retention the events stay counted (nothing is left to recount them from); the user is gone.
+    expect(after.oldPlatforms).toEqual(
+      before.oldPlatforms.map(([value, events, users]) => [
+        value,
+        events,
+        value === 'Web' ? Number(users) - 1 : users,
+      ]),
+    );
+    expect(before.oldPlatforms).toContainEqual(['Web', expect.any(Number), 1]);
     expect(after.total).toBe(await bruteUsers(appId, 'UTC', from, today));
     // The user's number is forgotten: only the other users keep one.
     const ids = (await t.db.query(

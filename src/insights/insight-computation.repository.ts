@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
+import { byteaArray, withoutMembers } from './member-lists';
 
 /** One local day to compute (the rollup computation's target). */
 export interface InsightDay {
@@ -85,8 +86,10 @@ export class InsightComputationRepository {
   }
 
   /**
-   * Erasure: clears the users' bits in every kept set of the app and forgets their numbers, in
-   * one transaction. Sets that hold none of them are left as they are.
+   * Erasure: takes the users out of every kept set of the app and forgets their numbers, in one
+   * transaction. Sets that hold none of them are left as they are. The day sets are bitmaps and
+   * lose the users' bits in SQL; the days whose sets held one of them are the days whose
+   * breakdown lists can, and only those lists are read and rewritten (member-lists.ts).
    */
   async forgetUsers(runner: QueryRunner, appId: string, userIds: string[]): Promise<void> {
     if (!userIds.length) return;
@@ -94,14 +97,17 @@ export class InsightComputationRepository {
     try {
       const mask = await this.userMask(runner, appId, userIds);
       if (mask) {
-        for (const table of ['insight_day_users', 'insight_breakdowns']) {
-          await runner.query(
-            `UPDATE ${table} SET users = users & ~substring($2::varbit || 0::bit(${mask.pad}) FOR length(users))
-              WHERE app_id = $1
-                AND bit_count(users & substring($2::varbit || 0::bit(${mask.pad}) FOR length(users))) > 0`,
-            [appId, mask.bits],
-          );
-        }
+        const held = `app_id = $1 AND bit_count(users & substring($2::varbit || 0::bit(${mask.pad}) FOR length(users))) > 0`;
+        const days = (await runner.query(
+          `SELECT DISTINCT rezone, day::text AS day FROM insight_day_users WHERE ${held}`,
+          [appId, mask.bits],
+        )) as { rezone: boolean; day: string }[];
+        for (const day of days) await this.forgetInBreakdowns(runner, appId, day, mask.numbers);
+        await runner.query(
+          `UPDATE insight_day_users SET users = users & ~substring($2::varbit || 0::bit(${mask.pad}) FOR length(users))
+            WHERE ${held}`,
+          [appId, mask.bits],
+        );
         await runner.query(
           `WITH ${SECRET_CTE}
            DELETE FROM insight_ids WHERE app_id = $1 AND kind = 'u'
@@ -116,15 +122,50 @@ export class InsightComputationRepository {
     }
   }
 
+  /** Rewrites the day's breakdown lists that hold one of `numbers`, without them. */
+  private async forgetInBreakdowns(
+    runner: Sql,
+    appId: string,
+    day: { rezone: boolean; day: string },
+    numbers: ReadonlySet<number>,
+  ): Promise<void> {
+    const rows = (await runner.query(
+      `SELECT dimension, is_test_mode AS m, kind, value, users FROM insight_breakdowns
+        WHERE app_id = $1 AND rezone = $2 AND day = $3::date`,
+      [appId, day.rezone, day.day],
+    )) as { dimension: string; m: boolean; kind: number; value: string; users: Buffer }[];
+    const changed = rows
+      .map((r) => ({ ...r, users: withoutMembers(r.users, numbers) }))
+      .filter((r): r is typeof r & { users: Buffer } => r.users !== null);
+    if (!changed.length) return;
+    await runner.query(
+      `UPDATE insight_breakdowns t SET users = r.users
+         FROM unnest($4::text[], $5::boolean[], $6::smallint[], $7::text[], $8::bytea[]) AS r(d, m, k, v, users)
+        WHERE t.app_id = $1 AND t.rezone = $2 AND t.day = $3::date
+          AND t.dimension = r.d AND t.is_test_mode = r.m AND t.kind = r.k AND t.value = r.v`,
+      [
+        appId,
+        day.rezone,
+        day.day,
+        changed.map((r) => r.dimension),
+        changed.map((r) => r.m),
+        changed.map((r) => r.kind),
+        changed.map((r) => r.value),
+        byteaArray(changed.map((r) => r.users)),
+      ],
+    );
+  }
+
   /**
-   * The users' numbers as one bitmap (text of 0s and 1s), and the zero bits to append so that it
-   * is at least as long as any set of the app; null when none of them is numbered.
+   * The users' numbers, as a set and as one bitmap (text of 0s and 1s), and the zero bits to
+   * append so that the bitmap is at least as long as any set of the app; null when none of them
+   * is numbered.
    */
   private async userMask(
     runner: Sql,
     appId: string,
     userIds: string[],
-  ): Promise<{ bits: string; pad: number } | null> {
+  ): Promise<{ numbers: Set<number>; bits: string; pad: number } | null> {
     const rows = (await runner.query(
       `WITH ${SECRET_CTE}
        SELECT no FROM insight_ids WHERE app_id = $1 AND kind = 'u'
@@ -135,6 +176,10 @@ export class InsightComputationRepository {
     const length = Math.max(...rows.map((r) => r.no)) + 1;
     const bits = new Array<string>(length).fill('0');
     for (const { no } of rows) bits[no] = '1';
-    return { bits: bits.join(''), pad: await bitmapLength(runner, appId, 'u') };
+    return {
+      numbers: new Set(rows.map((r) => r.no)),
+      bits: bits.join(''),
+      pad: await bitmapLength(runner, appId, 'u'),
+    };
   }
 }

@@ -3,13 +3,14 @@ import { dimensionSql, dimensionsOf } from './dimensions';
 import { idKey, type InsightDay } from './insight-computation.repository';
 import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 import { MemberList, varbitArray } from './member-bitmaps';
+import { byteaArray, encodeMembers } from './member-lists';
 import { saturatedDouble } from '@app/rollups/saturated-sum';
 
 /** Whatever runs a query: a QueryRunner, an EntityManager or a DataSource. */
 type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
 
 /**
- * About this many bytes of bitmaps go in one statement's parameters: a batch is built (its lists
+ * About this many bytes of bitmaps or lists go in one statement's parameters: a batch is built (its lists
  * parsed, its bits set) while the previous statement runs, so the process holds one batch at a
  * time and its event loop is never busy for long.
  */
@@ -25,7 +26,7 @@ export interface DayUsersRow {
 }
 
 /**
- * One breakdown row of the day as computed, but for its bitmaps: the statistics as PostgreSQL's
+ * One breakdown row of the day as computed, but for its sets: the statistics as PostgreSQL's
  * text (exact, with extra_float_digits set), the members as lists.
  */
 export interface BreakdownDayRow {
@@ -115,8 +116,9 @@ function groupsSql(dimCount: number): string {
 
 /**
  * The per-day statements of insights: one reads the day (numbering new ids on the way) into its
- * user sets and breakdown rows with their members listed; the process builds the bitmaps
- * (member-bitmaps.ts); two more write them over the day's stored rows.
+ * user sets and breakdown rows with their members listed; the process builds the user sets'
+ * bitmaps (member-bitmaps.ts) and the breakdowns' compact lists (member-lists.ts); two more write
+ * them over the day's stored rows.
  */
 @Injectable()
 export class InsightDayRepository {
@@ -209,7 +211,10 @@ export class InsightDayRepository {
     }
   }
 
-  /** Writes the day's breakdown rows over its stored ones, as writeDayUsers does. */
+  /**
+   * Writes the day's breakdown rows over its stored ones, as writeDayUsers does; their users and
+   * sessions as compact lists (member-lists.ts).
+   */
   async writeBreakdowns(runner: Sql, appId: string, day: InsightDay, rows: BreakdownDayRow[]): Promise<void> {
     await runner.query(
       `DELETE FROM insight_breakdowns t
@@ -220,10 +225,10 @@ export class InsightDayRepository {
     );
     const parse = (r: BreakdownDayRow) => ({
       ...r,
-      users: new MemberList(r.users),
-      sessions: new MemberList(r.sessions),
+      users: encodeMembers(new MemberList(r.users)),
+      sessions: encodeMembers(new MemberList(r.sessions)),
     });
-    for (const batch of batches(rows, parse, (r) => r.users.bytes + r.sessions.bytes)) {
+    for (const batch of batches(rows, parse, (r) => r.users.length + r.sessions.length)) {
       await runner.query(
         `INSERT INTO insight_breakdowns AS t (app_id, rezone, dimension, day, is_test_mode, kind, value, events,
                                               fv_count, fv_sum, fv_min, fv_max, users, sessions, timezone,
@@ -231,7 +236,7 @@ export class InsightDayRepository {
          SELECT $1, $2, r.d, $3::date, r.m, r.k, r.v, r.events, r.fv_count, r.fv_sum, r.fv_min, r.fv_max,
                 r.users, r.sessions, $4, $5, now()
            FROM unnest($6::text[], $7::boolean[], $8::smallint[], $9::text[], $10::bigint[], $11::bigint[],
-                       $12::float8[], $13::float8[], $14::float8[], $15::varbit[], $16::varbit[])
+                       $12::float8[], $13::float8[], $14::float8[], $15::bytea[], $16::bytea[])
                 AS r(d, m, k, v, events, fv_count, fv_sum, fv_min, fv_max, users, sessions)
          ON CONFLICT (app_id, rezone, dimension, day, is_test_mode, kind, value) DO UPDATE
             SET events = EXCLUDED.events, fv_count = EXCLUDED.fv_count, fv_sum = EXCLUDED.fv_sum,
@@ -251,8 +256,8 @@ export class InsightDayRepository {
           batch.map((r) => r.fv_sum),
           batch.map((r) => r.fv_min),
           batch.map((r) => r.fv_max),
-          varbitArray(batch.map((r) => r.users)),
-          varbitArray(batch.map((r) => r.sessions)),
+          byteaArray(batch.map((r) => r.users)),
+          byteaArray(batch.map((r) => r.sessions)),
         ],
       );
     }
@@ -270,7 +275,7 @@ function keyColumns(rows: Pick<BreakdownDayRow, 'dimension' | 'm' | 'kind' | 'va
 }
 
 /**
- * Rows parsed one batch at a time, each batch closed once it holds BATCH_BYTES of bitmaps or
+ * Rows parsed one batch at a time, each batch closed once it holds BATCH_BYTES of sets or
  * more; the next batch is parsed only when the caller asks for it.
  */
 function* batches<R, P>(rows: R[], parse: (row: R) => P, bytes: (parsed: P) => number): Generator<P[]> {

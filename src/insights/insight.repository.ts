@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ReadDatabase } from '@app/database/read-database';
 import { bitmapLength } from './insight-computation.repository';
 import { dimensionSql, FILTER_DIMENSIONS } from './dimensions';
+import { MemberUnion } from './member-lists';
 import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 import { saturatedDouble } from '@app/rollups/saturated-sum';
 
@@ -78,26 +79,6 @@ function toRow(r: RawBreakdownRow): BreakdownRow {
   };
 }
 
-/**
- * The top `limit` values per group (per day, or in all), and the rest folded into one row of
- * kind 2; `src` has the columns grp, kind, value, events, fv_*, and the unions u and s.
- */
-function topAndOther(src: string, limitParam: string): string {
-  return `
-  ranked AS (
-    SELECT *, row_number() OVER (PARTITION BY grp ORDER BY kind = 2, events DESC, kind, value) AS rn FROM ${src}
-  )
-  SELECT grp AS date, k AS kind, v AS value, sum(events)::text AS events,
-         bit_count(bit_or(u))::text AS users, bit_count(bit_or(s))::text AS sessions,
-         sum(fv_count)::text AS fv_count,
-         ${saturatedDouble(`sum(fv_sum::numeric)`)} AS fv_sum,
-         min(fv_min) AS fv_min, max(fv_max) AS fv_max
-    FROM (SELECT *, CASE WHEN kind = 2 OR rn > ${limitParam} THEN 2 ELSE kind END AS k,
-                    CASE WHEN kind = 2 OR rn > ${limitParam} THEN '' ELSE value END AS v
-            FROM ranked) t
-   GROUP BY grp, k, v`;
-}
-
 /** Reads of the insight tables (and of the events, for filtered breakdowns) for the endpoints. */
 @Injectable()
 export class InsightRepository {
@@ -145,27 +126,70 @@ export class InsightRepository {
     });
   }
 
-  /** A breakdown from the kept daily rows (no filter but the mode). */
+  /**
+   * A breakdown from the kept daily rows (no filter but the mode). One statement gives the
+   * answer's rows with their counts and statistics (ranked and folded in SQL), then the users
+   * and sessions lists of every kept row, each tagged with the answer row it falls into; the
+   * process counts each answer row's distinct members (member-lists.ts).
+   */
   async storedBreakdown(appId: string, q: BreakdownQuery): Promise<BreakdownRow[]> {
-    return this.read.run(async (db) => {
-      const nu = await bitmapLength(db, appId, 'u');
-      const ns = await bitmapLength(db, appId, 's');
-      const grp = q.perDay ? 'day::text' : 'NULL::text';
-      const rows = (await db.query(
+    const grp = q.perDay ? 'day::text' : 'NULL::text';
+    const kept = `FROM insight_breakdowns
+            WHERE app_id = $1 AND NOT rezone AND dimension = $2 AND is_test_mode = ANY($3::boolean[])
+              AND day BETWEEN $4::date AND $5::date`;
+    const rows = (await this.read.run((db) =>
+      db.query(
         `WITH per AS (
            SELECT ${grp} AS grp, kind, value, sum(events) AS events, sum(fv_count) AS fv_count,
-                  sum(fv_sum::numeric) FILTER (WHERE fv_count > 0) AS fv_sum, min(fv_min) AS fv_min, max(fv_max) AS fv_max,
-                  bit_or(substring(users || 0::bit(${nu}) FOR ${nu})) AS u,
-                  bit_or(substring(sessions || 0::bit(${ns}) FOR ${ns})) AS s
-             FROM insight_breakdowns
-            WHERE app_id = $1 AND NOT rezone AND dimension = $2 AND is_test_mode = ANY($3::boolean[])
-              AND day BETWEEN $4::date AND $5::date
+                  sum(fv_sum::numeric) FILTER (WHERE fv_count > 0) AS fv_sum, min(fv_min) AS fv_min, max(fv_max) AS fv_max
+             ${kept}
             GROUP BY ${grp}, kind, value
-         ), ${topAndOther('per', '$6')}
-         ORDER BY date, k = 2, sum(events) DESC, k, v`,
+         ), ranked AS (
+           SELECT *, row_number() OVER (PARTITION BY grp ORDER BY kind = 2, events DESC, kind, value) AS rn FROM per
+         ), assigned AS (
+           SELECT *, CASE WHEN kind = 2 OR rn > $6 THEN 2 ELSE kind END AS k,
+                     CASE WHEN kind = 2 OR rn > $6 THEN '' ELSE value END AS v
+             FROM ranked
+         )
+         SELECT * FROM (
+           SELECT false AS list, grp AS date, k AS kind, v AS value, sum(events)::text AS events,
+                  sum(fv_count)::text AS fv_count, ${saturatedDouble(`sum(fv_sum::numeric)`)} AS fv_sum,
+                  min(fv_min) AS fv_min, max(fv_max) AS fv_max, NULL::bytea AS users, NULL::bytea AS sessions
+             FROM assigned GROUP BY grp, k, v
+           UNION ALL
+           SELECT true, a.grp, a.k, a.v, NULL, NULL, NULL, NULL, NULL, b.users, b.sessions
+             FROM (SELECT ${grp} AS grp, kind, value, users, sessions ${kept}) b
+             JOIN assigned a ON a.grp IS NOT DISTINCT FROM b.grp AND a.kind = b.kind AND a.value = b.value
+         ) x
+         ORDER BY list, date, kind = 2, events::bigint DESC, kind, value`,
         [appId, q.dimension, q.modes, q.fromDate, q.toDate, q.limit],
-      )) as RawBreakdownRow[];
-      return rows.map(toRow);
+      ),
+    )) as (Omit<RawBreakdownRow, 'users' | 'sessions'> & {
+      list: boolean;
+      users: Buffer;
+      sessions: Buffer;
+    })[];
+    const answer = rows.filter((r) => !r.list);
+    const lists = new Map<string, { users: Buffer[]; sessions: Buffer[] }>();
+    const keyOf = (r: { date: string | null; kind: number; value: string }) =>
+      `${r.date}\u0000${r.kind}\u0000${r.value}`;
+    for (const r of rows) {
+      if (!r.list) continue;
+      const key = keyOf(r);
+      let sets = lists.get(key);
+      if (!sets) lists.set(key, (sets = { users: [], sessions: [] }));
+      sets.users.push(r.users);
+      sets.sessions.push(r.sessions);
+    }
+    const union = new MemberUnion();
+    const distinct = (each: Buffer[] | undefined): string => {
+      union.reset();
+      for (const list of each ?? []) union.add(list);
+      return String(union.count);
+    };
+    return answer.map((r) => {
+      const sets = lists.get(keyOf(r));
+      return toRow({ ...r, users: distinct(sets?.users), sessions: distinct(sets?.sessions) });
     });
   }
 

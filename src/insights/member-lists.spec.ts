@@ -1,0 +1,64 @@
+import { MemberList } from './member-bitmaps';
+import { byteaArray, decodeMembers, encodeMembers, MemberUnion, withoutMembers } from './member-lists';
+
+const list = (members: number[]) => encodeMembers({ members: Int32Array.from(members), bytes: 0 });
+
+describe('member lists', () => {
+  it('sorts, drops repeats and writes each gap minus one as a varint', () => {
+    const encoded = encodeMembers(new MemberList('17,0,9,9,17,200'));
+    // 0 → 0; 9 → gap 8; 17 → gap 7; 200 → gap 182 = 0xb6 0x01 as LEB128.
+    expect([...encoded]).toEqual([0, 8, 7, 0xb6, 0x01]);
+    expect(decodeMembers(encoded)).toEqual([0, 9, 17, 200]);
+  });
+
+  it('gives the empty string of bytes for no members', () => {
+    expect(encodeMembers(new MemberList(null)).length).toBe(0);
+    expect(decodeMembers(Buffer.alloc(0))).toEqual([]);
+  });
+
+  it('round-trips large numbers and long random sets', () => {
+    expect(decodeMembers(list([2 ** 31 - 2, 3, 128, 16_384]))).toEqual([3, 128, 16_384, 2 ** 31 - 2]);
+    let seed = 7;
+    const members = Array.from({ length: 5000 }, () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % 3_000_000;
+    });
+    const expected = [...new Set(members)].sort((a, b) => a - b);
+    expect(decodeMembers(list(members))).toEqual(expected);
+  });
+
+  it('counts the distinct members of several lists, and counts again after a reset', () => {
+    const union = new MemberUnion();
+    union.add(list([1, 5, 9]));
+    union.add(list([5, 9, 1_000_000]));
+    union.add(Buffer.alloc(0));
+    expect(union.count).toBe(4);
+    union.reset();
+    expect(union.count).toBe(0);
+    union.add(list([5, 7]));
+    expect(union.count).toBe(2);
+    union.reset();
+    // A reset clears every mark: the same members count again.
+    union.add(list([1, 5, 9, 1_000_000]));
+    expect(union.count).toBe(4);
+  });
+
+  it('drops the removed members, and gives null when the list holds none of them', () => {
+    const before = list([2, 40, 41, 9000]);
+    expect(decodeMembers(withoutMembers(before, new Set([41, 9000, 12]))!)).toEqual([2, 40]);
+    expect(withoutMembers(before, new Set([3, 9001]))).toBeNull();
+    expect(withoutMembers(list([4]), new Set([4]))!.length).toBe(0);
+  });
+
+  it('lays out a binary bytea[] parameter', () => {
+    const array = byteaArray([Buffer.from([1, 2]), Buffer.alloc(0)]);
+    expect(array.readInt32BE(0)).toBe(1);
+    expect(array.readInt32BE(8)).toBe(17);
+    expect(array.readInt32BE(12)).toBe(2);
+    expect(array.readInt32BE(20)).toBe(2);
+    expect([...array.subarray(24, 26)]).toEqual([1, 2]);
+    expect(array.readInt32BE(26)).toBe(0);
+    expect(array.length).toBe(30);
+    expect(byteaArray([]).length).toBe(12);
+  });
+});

@@ -1,0 +1,199 @@
+/**
+ * Sets of dense numbers as compact sorted lists, for the breakdowns' users and sessions.
+ *
+ * A value's users on one day are a few percent of the day's users at most, spread over every
+ * number the app has given: as a bitmap that is one bit per user the app ever had (a million
+ * bits for a million users) to hold a few thousand members. A list costs about a byte and a half
+ * per member whatever the app's size, and a union over many days and values costs in proportion
+ * to the members read (see MemberUnion), not to the app's history times the rows.
+ *
+ * The form (`bytea`): the members in ascending order, no repeats, each as an unsigned LEB128
+ * varint of its distance from the previous one minus one (the first: its own value). The empty
+ * set is the empty string of bytes.
+ */
+import type { MemberList } from './member-bitmaps';
+
+/** PostgreSQL's type OID of `bytea`, which the binary array format names. */
+const BYTEA_OID = 17;
+
+/** Bytes of `value` as an unsigned LEB128 varint. */
+function varintBytes(value: number): number {
+  let bytes = 1;
+  while (value >= 0x80) {
+    value = Math.floor(value / 0x80);
+    bytes++;
+  }
+  return bytes;
+}
+
+/** The members' compact list: sorted, repeats dropped, each the varint of its gap minus one. */
+export function encodeMembers(list: MemberList): Buffer {
+  const members = list.members.slice().sort();
+  let size = 0;
+  let previous = -1;
+  for (let i = 0; i < members.length; i++) {
+    const no = members[i];
+    if (no === previous) continue;
+    size += varintBytes(no - previous - 1);
+    previous = no;
+  }
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  previous = -1;
+  for (let i = 0; i < members.length; i++) {
+    const no = members[i];
+    if (no === previous) continue;
+    let gap = no - previous - 1;
+    while (gap >= 0x80) {
+      out[at++] = (gap & 0x7f) | 0x80;
+      gap = Math.floor(gap / 0x80);
+    }
+    out[at++] = gap;
+    previous = no;
+  }
+  return out;
+}
+
+/** The first member of a non-empty compact list. */
+function decodeFirst(list: Uint8Array): number {
+  let value = 0;
+  let scale = 1;
+  for (let at = 0; at < list.length; at++) {
+    value += (list[at] & 0x7f) * scale;
+    if (!(list[at] & 0x80)) break;
+    scale *= 0x80;
+  }
+  return value;
+}
+
+/** Calls `each` with every member of a compact list, in ascending order. */
+export function forEachMember(list: Uint8Array, each: (no: number) => void): void {
+  let previous = -1;
+  let at = 0;
+  while (at < list.length) {
+    let gap = 0;
+    let scale = 1;
+    let byte: number;
+    do {
+      byte = list[at++];
+      gap += (byte & 0x7f) * scale;
+      scale *= 0x80;
+    } while (byte & 0x80 && at < list.length);
+    previous += gap + 1;
+    each(previous);
+  }
+}
+
+/** The members of a compact list, in ascending order. */
+export function decodeMembers(list: Uint8Array): number[] {
+  const out: number[] = [];
+  forEachMember(list, (no) => out.push(no));
+  return out;
+}
+
+/**
+ * The list without the members in `removed`, or null when it holds none of them (so that a
+ * caller rewrites only the lists that change).
+ */
+export function withoutMembers(list: Uint8Array, removed: ReadonlySet<number>): Buffer | null {
+  const kept: number[] = [];
+  let dropped = false;
+  forEachMember(list, (no) => {
+    if (removed.has(no)) dropped = true;
+    else kept.push(no);
+  });
+  return dropped ? encodeMembers({ members: Int32Array.from(kept), bytes: 0 }) : null;
+}
+
+/**
+ * Counts the distinct members of several lists: each list's members mark their bit in a bitmap
+ * as long as the largest member seen, and a member counts when its bit was clear. `reset`
+ * clears only the bytes marked, so one union serves every row of a read in turn.
+ */
+export class MemberUnion {
+  private bits: Uint8Array = new Uint8Array(0);
+  private low = Infinity;
+  private high = -1;
+  private counted = 0;
+
+  /** Marks the members of `list` (forEachMember's loop, written out: this is a read's hot loop). */
+  add(list: Uint8Array): void {
+    const end = list.length;
+    if (!end) return;
+    let bits = this.bits;
+    let counted = 0;
+    let no = -1;
+    let at = 0;
+    while (at < end) {
+      let byte = list[at++];
+      // Most gaps fit one byte.
+      if (byte & 0x80) {
+        let gap = byte & 0x7f;
+        let scale = 0x80;
+        do {
+          byte = list[at++];
+          gap += (byte & 0x7f) * scale;
+          scale *= 0x80;
+        } while (byte & 0x80 && at < end);
+        no += gap + 1;
+      } else {
+        no += byte + 1;
+      }
+      const index = no >> 3;
+      if (index >= bits.length) bits = this.grow(index + 1);
+      const old = bits[index];
+      const now = old | (0x80 >> (no & 7));
+      if (now !== old) {
+        bits[index] = now;
+        counted++;
+      }
+    }
+    this.counted += counted;
+    // Members ascend: the list's marks run from its first member's byte to its last's.
+    const first = decodeFirst(list) >> 3;
+    if (first < this.low) this.low = first;
+    if (no >> 3 > this.high) this.high = no >> 3;
+  }
+
+  /** Distinct members marked since the last reset. */
+  get count(): number {
+    return this.counted;
+  }
+
+  reset(): void {
+    if (this.high >= 0) this.bits.fill(0, this.low, this.high + 1);
+    this.low = Infinity;
+    this.high = -1;
+    this.counted = 0;
+  }
+
+  private grow(bytes: number): Uint8Array {
+    const bigger = new Uint8Array(Math.max(bytes, this.bits.length * 2));
+    bigger.set(this.bits);
+    this.bits = bigger;
+    return bigger;
+  }
+}
+
+/**
+ * `lists` as PostgreSQL's binary form of a one-dimensional `bytea[]` (`array_recv`: dimensions,
+ * element type, then each element's length and bytes), for a `$n::bytea[]` parameter.
+ */
+export function byteaArray(lists: readonly Uint8Array[]): Buffer {
+  const header = lists.length ? 20 : 12;
+  const total = lists.reduce((sum, list) => sum + 4 + list.length, header);
+  const out = Buffer.allocUnsafe(total);
+  out.writeInt32BE(lists.length ? 1 : 0, 0);
+  out.writeInt32BE(0, 4); // no NULL element
+  out.writeInt32BE(BYTEA_OID, 8);
+  if (!lists.length) return out;
+  out.writeInt32BE(lists.length, 12);
+  out.writeInt32BE(1, 16); // lower bound
+  let at = header;
+  for (const list of lists) {
+    out.writeInt32BE(list.length, at);
+    out.set(list, at + 4);
+    at += 4 + list.length;
+  }
+  return out;
+}
