@@ -267,6 +267,18 @@ describe('insights: active users and breakdowns', () => {
         rows: comparable(await bruteBreakdown('locale', day, day, 50)),
       });
     }
+    // One value a day and the rest folded: every day has its own other row, counted apart.
+    const perDayOther = await breakdown(
+      `by=appVersion&fromDate=${fromDate}&toDate=${today}&interval=day&limit=1`,
+    );
+    for (let day = fromDate; day <= today; day = addDays(day, 1)) {
+      const rows = perDayOther.filter((r) => r.date === day).map(({ date: _d, ...r }) => r);
+      expect(rows.filter((r) => r.other)).toHaveLength(1);
+      expect({ day, rows: comparable(rows) }).toEqual({
+        day,
+        rows: comparable(await bruteBreakdown('app_version', day, day, 1)),
+      });
+    }
     const filtered = await breakdown(
       `by=appVersion&fromDate=${fromDate}&toDate=${today}&platform=iOS&eventName=Cart.added&limit=3`,
     );

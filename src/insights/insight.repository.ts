@@ -1,4 +1,6 @@
 import { Injectable } from '@nestjs/common';
+import { type PoolClient, Query } from 'pg';
+import { withDriverClient } from '@app/database/driver-client';
 import { ReadDatabase } from '@app/database/read-database';
 import { bitmapLength } from './insight-computation.repository';
 import { dimensionSql, FILTER_DIMENSIONS } from './dimensions';
@@ -79,6 +81,68 @@ function toRow(r: RawBreakdownRow): BreakdownRow {
   };
 }
 
+/** A row of the stored breakdown's statement: an answer row, or one kept row's lists. */
+type StoredRow = RawBreakdownRow & { list: boolean; users: Buffer | null; sessions: Buffer | null };
+
+const answerKey = (r: { date: string | null; kind: number; value: string }) =>
+  `${r.date}\u0000${r.kind}\u0000${r.value}`;
+
+/**
+ * Runs the stored breakdown's statement on `client` and counts the answer rows' distinct users
+ * and sessions from the lists that follow them, grouped by answer row, as each row arrives.
+ * Everything lives in the call, so that a read retried elsewhere starts afresh; an error while
+ * counting ends the call instead of escaping into the driver's socket handler.
+ */
+function countedBreakdown(client: PoolClient, sql: string, params: unknown[]): Promise<BreakdownRow[]> {
+  const answer: BreakdownRow[] = [];
+  const byKey = new Map<string, BreakdownRow>();
+  const users = new MemberUnion();
+  const sessions = new MemberUnion();
+  let counting: BreakdownRow | undefined;
+  const settle = () => {
+    if (!counting) return;
+    counting.users = users.count;
+    counting.sessions = sessions.count;
+    users.reset();
+    sessions.reset();
+    counting = undefined;
+  };
+  let failure: unknown;
+  const onRow = (r: StoredRow) => {
+    if (!r.list) {
+      const row = toRow({ ...r, users: '0', sessions: '0' });
+      answer.push(row);
+      byKey.set(answerKey(r), row);
+      return;
+    }
+    const target = byKey.get(answerKey(r));
+    if (target !== counting) settle();
+    if (!target) return;
+    counting = target;
+    users.add(r.users ?? EMPTY);
+    sessions.add(r.sessions ?? EMPTY);
+  };
+  return new Promise<BreakdownRow[]>((resolve, reject) => {
+    const query = client.query(new Query(sql, params));
+    query.on('row', (r: StoredRow) => {
+      if (failure) return;
+      try {
+        onRow(r);
+      } catch (err) {
+        failure = err;
+      }
+    });
+    query.on('error', reject);
+    query.on('end', () => {
+      if (failure) return reject(failure instanceof Error ? failure : new Error(String(failure)));
+      settle();
+      resolve(answer);
+    });
+  });
+}
+
+const EMPTY = new Uint8Array(0);
+
 /** Reads of the insight tables (and of the events, for filtered breakdowns) for the endpoints. */
 @Injectable()
 export class InsightRepository {
@@ -129,17 +193,16 @@ export class InsightRepository {
   /**
    * A breakdown from the kept daily rows (no filter but the mode). One statement gives the
    * answer's rows with their counts and statistics (ranked and folded in SQL), then the users
-   * and sessions lists of every kept row, each tagged with the answer row it falls into; the
-   * process counts each answer row's distinct members (member-lists.ts).
+   * and sessions lists of every kept row, each tagged with the answer row it falls into and
+   * ordered by it. The process counts each answer row's distinct members (member-lists.ts) as
+   * the rows arrive, so that its unions run while PostgreSQL reads and sends the next lists.
    */
   async storedBreakdown(appId: string, q: BreakdownQuery): Promise<BreakdownRow[]> {
     const grp = q.perDay ? 'day::text' : 'NULL::text';
     const kept = `FROM insight_breakdowns
             WHERE app_id = $1 AND NOT rezone AND dimension = $2 AND is_test_mode = ANY($3::boolean[])
               AND day BETWEEN $4::date AND $5::date`;
-    const rows = (await this.read.run((db) =>
-      db.query(
-        `WITH per AS (
+    const sql = `WITH per AS (
            SELECT ${grp} AS grp, kind, value, sum(events) AS events, sum(fv_count) AS fv_count,
                   sum(fv_sum::numeric) FILTER (WHERE fv_count > 0) AS fv_sum, min(fv_min) AS fv_min, max(fv_max) AS fv_max
              ${kept}
@@ -161,36 +224,9 @@ export class InsightRepository {
              FROM (SELECT ${grp} AS grp, kind, value, users, sessions ${kept}) b
              JOIN assigned a ON a.grp IS NOT DISTINCT FROM b.grp AND a.kind = b.kind AND a.value = b.value
          ) x
-         ORDER BY list, date, kind = 2, events::bigint DESC, kind, value`,
-        [appId, q.dimension, q.modes, q.fromDate, q.toDate, q.limit],
-      ),
-    )) as (Omit<RawBreakdownRow, 'users' | 'sessions'> & {
-      list: boolean;
-      users: Buffer;
-      sessions: Buffer;
-    })[];
-    const answer = rows.filter((r) => !r.list);
-    const lists = new Map<string, { users: Buffer[]; sessions: Buffer[] }>();
-    const keyOf = (r: { date: string | null; kind: number; value: string }) =>
-      `${r.date}\u0000${r.kind}\u0000${r.value}`;
-    for (const r of rows) {
-      if (!r.list) continue;
-      const key = keyOf(r);
-      let sets = lists.get(key);
-      if (!sets) lists.set(key, (sets = { users: [], sessions: [] }));
-      sets.users.push(r.users);
-      sets.sessions.push(r.sessions);
-    }
-    const union = new MemberUnion();
-    const distinct = (each: Buffer[] | undefined): string => {
-      union.reset();
-      for (const list of each ?? []) union.add(list);
-      return String(union.count);
-    };
-    return answer.map((r) => {
-      const sets = lists.get(keyOf(r));
-      return toRow({ ...r, users: distinct(sets?.users), sessions: distinct(sets?.sessions) });
-    });
+         ORDER BY list, date, kind = 2, events::bigint DESC, kind, value`;
+    const params = [appId, q.dimension, q.modes, q.fromDate, q.toDate, q.limit];
+    return this.read.run((db) => withDriverClient(db, (client) => countedBreakdown(client, sql, params)));
   }
 
   /**
