@@ -16,6 +16,7 @@
 /** Element type oids (pg_type) of the arrays written here. */
 export const ElementType = {
   bool: 16,
+  bytea: 17,
   int8: 20,
   text: 25,
   float8: 701,
@@ -122,6 +123,16 @@ export class BinaryArrayWriter {
     const o = this.buffer.writeInt32BE(1, this.offset);
     this.buffer[o] = v ? 1 : 0;
     this.offset = o + 1;
+    return this;
+  }
+
+  /** A `bytea` element: the bytes as they are. */
+  bytea(bytes: Uint8Array | null): this {
+    if (bytes === null) return this.null();
+    this.ensure(4 + bytes.length);
+    const o = this.buffer.writeInt32BE(bytes.length, this.offset);
+    this.buffer.set(bytes, o);
+    this.offset = o + bytes.length;
     return this;
   }
 

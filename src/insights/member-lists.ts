@@ -11,10 +11,8 @@
  * varint of its distance from the previous one minus one (the first: its own value). The empty
  * set is the empty string of bytes.
  */
+import { BinaryArrayWriter, ElementType } from '@app/database/binary-arrays';
 import type { MemberList } from './member-bitmaps';
-
-/** PostgreSQL's type OID of `bytea`, which the binary array format names. */
-const BYTEA_OID = 17;
 
 /** Bytes of `value` as an unsigned LEB128 varint. */
 function varintBytes(value: number): number {
@@ -175,25 +173,10 @@ export class MemberUnion {
   }
 }
 
-/**
- * `lists` as PostgreSQL's binary form of a one-dimensional `bytea[]` (`array_recv`: dimensions,
- * element type, then each element's length and bytes), for a `$n::bytea[]` parameter.
- */
+/** `lists` as one binary `bytea[]` parameter (src/database/binary-arrays.ts). */
 export function byteaArray(lists: readonly Uint8Array[]): Buffer {
-  const header = lists.length ? 20 : 12;
-  const total = lists.reduce((sum, list) => sum + 4 + list.length, header);
-  const out = Buffer.allocUnsafe(total);
-  out.writeInt32BE(lists.length ? 1 : 0, 0);
-  out.writeInt32BE(0, 4); // no NULL element
-  out.writeInt32BE(BYTEA_OID, 8);
-  if (!lists.length) return out;
-  out.writeInt32BE(lists.length, 12);
-  out.writeInt32BE(1, 16); // lower bound
-  let at = header;
-  for (const list of lists) {
-    out.writeInt32BE(list.length, at);
-    out.set(list, at + 4);
-    at += 4 + list.length;
-  }
-  return out;
+  const writer = new BinaryArrayWriter(lists.reduce((sum, list) => sum + 4 + list.length, 20));
+  writer.begin(ElementType.bytea, lists.length);
+  for (const list of lists) writer.bytea(list);
+  return writer.end().finish()[0];
 }
