@@ -42,7 +42,10 @@ function events(now: number, days: number): SeedEvent[] {
 
 describe('insights: erasure, zone changes and the value bound', () => {
   const t = useTestApp({ ROLLUPS_ENABLED: 'false', BREAKDOWN_MAX_VALUES: '5', ERASURE_PAUSE_PERCENT: '0' });
-  const now = Date.now();
+  // The seeded events sit up to three hours before `now`, on `now`'s UTC date. A clock at least
+  // four hours into the UTC day keeps them there whenever the suite runs: just after midnight
+  // they are then a little ahead of the real clock, which only orders what is stored here.
+  const now = Math.max(Date.now(), Math.floor(Date.now() / DAY) * DAY + 4 * HOUR);
 
   beforeAll(async () => {
     const partitions = t.app.get(PartitionRepository);

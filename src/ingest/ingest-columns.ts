@@ -90,6 +90,7 @@ export const SQL_TYPE: Record<ColumnType, string> = {
   bool: 'boolean',
   float8: 'float8',
   json: 'json',
+  bytea: 'bytea',
 };
 
 /** The parameters `$1…$n` of `columns`' arrays (columnArrays), each cast to its array type. */

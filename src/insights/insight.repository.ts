@@ -1,5 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { type PoolClient, Query } from 'pg';
+import type { PoolClient } from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
+import { readCopyTuples } from '@app/database/copy-tuples';
 import { withDriverClient } from '@app/database/driver-client';
 import { ReadDatabase } from '@app/database/read-database';
 import { bitmapLength } from './insight-computation.repository';
@@ -81,67 +83,41 @@ function toRow(r: RawBreakdownRow): BreakdownRow {
   };
 }
 
-/** A row of the stored breakdown's statement: an answer row, or one kept row's lists. */
-type StoredRow = RawBreakdownRow & { list: boolean; users: Buffer | null; sessions: Buffer | null };
-
-const answerKey = (r: { date: string | null; kind: number; value: string }) =>
-  `${r.date}\u0000${r.kind}\u0000${r.value}`;
-
 /**
- * Runs the stored breakdown's statement on `client` and counts the answer rows' distinct users
- * and sessions from the lists that follow them, grouped by answer row, as each row arrives.
- * Everything lives in the call, so that a read retried elsewhere starts afresh; an error while
- * counting ends the call instead of escaping into the driver's socket handler.
+ * Counts the answer rows' distinct users and sessions from the binary COPY of the kept rows'
+ * lists, each tuple (answer row's index, users, sessions), ordered by answer row: one answer row
+ * after the other, as the tuples arrive.
  */
-function countedBreakdown(client: PoolClient, sql: string, params: unknown[]): Promise<BreakdownRow[]> {
-  const answer: BreakdownRow[] = [];
-  const byKey = new Map<string, BreakdownRow>();
+async function countLists(answer: BreakdownRow[], copy: AsyncIterable<Buffer>): Promise<void> {
   const users = new MemberUnion();
   const sessions = new MemberUnion();
-  let counting: BreakdownRow | undefined;
+  let counting = -1;
   const settle = () => {
-    if (!counting) return;
-    counting.users = users.count;
-    counting.sessions = sessions.count;
+    if (counting < 0) return;
+    answer[counting].users = users.count;
+    answer[counting].sessions = sessions.count;
     users.reset();
     sessions.reset();
-    counting = undefined;
   };
-  let failure: unknown;
-  const onRow = (r: StoredRow) => {
-    if (!r.list) {
-      const row = toRow({ ...r, users: '0', sessions: '0' });
-      answer.push(row);
-      byKey.set(answerKey(r), row);
-      return;
-    }
-    const target = byKey.get(answerKey(r));
-    if (target !== counting) settle();
-    if (!target) return;
-    counting = target;
-    users.add(r.users ?? EMPTY);
-    sessions.add(r.sessions ?? EMPTY);
-  };
-  return new Promise<BreakdownRow[]>((resolve, reject) => {
-    const query = client.query(new Query(sql, params));
-    query.on('row', (r: StoredRow) => {
-      if (failure) return;
-      try {
-        onRow(r);
-      } catch (err) {
-        failure = err;
-      }
-    });
-    query.on('error', reject);
-    query.on('end', () => {
-      if (failure) return reject(failure instanceof Error ? failure : new Error(String(failure)));
+  await readCopyTuples(copy, ([index, userList, sessionList]) => {
+    const i = index!.readInt32BE(0);
+    if (i !== counting) {
       settle();
-      resolve(answer);
-    });
+      if (!answer[i]) throw new Error('insights: a list of no answer row');
+      counting = i;
+    }
+    users.add(userList ?? EMPTY);
+    sessions.add(sessionList ?? EMPTY);
   });
+  settle();
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** A text value as an SQL literal, for a COPY statement, which takes no parameters. */
+function literal(client: PoolClient, value: string): string {
+  return client.escapeLiteral(value);
+}
 
 /** Reads of the insight tables (and of the events, for filtered breakdowns) for the endpoints. */
 @Injectable()
@@ -191,18 +167,23 @@ export class InsightRepository {
   }
 
   /**
-   * A breakdown from the kept daily rows (no filter but the mode). One statement gives the
-   * answer's rows with their counts and statistics (ranked and folded in SQL), then the users
-   * and sessions lists of every kept row, each tagged with the answer row it falls into and
-   * ordered by it. The process counts each answer row's distinct members (member-lists.ts) as
-   * the rows arrive, so that its unions run while PostgreSQL reads and sends the next lists.
+   * A breakdown from the kept daily rows (no filter but the mode), in one repeatable-read
+   * snapshot. A statement gives the answer rows with their counts and statistics (ranked and
+   * folded in SQL); a binary COPY then gives every kept row's users and sessions lists tagged
+   * with the answer row they fall into, as bytes (a text result would send them as hex and make
+   * strings of it), and the process counts each answer row's distinct members (member-lists.ts)
+   * as they arrive.
    */
   async storedBreakdown(appId: string, q: BreakdownQuery): Promise<BreakdownRow[]> {
+    if (!Number.isSafeInteger(q.limit)) throw new Error('insights: bad limit');
     const grp = q.perDay ? 'day::text' : 'NULL::text';
-    const kept = `FROM insight_breakdowns
-            WHERE app_id = $1 AND NOT rezone AND dimension = $2 AND is_test_mode = ANY($3::boolean[])
-              AND day BETWEEN $4::date AND $5::date`;
-    const sql = `WITH per AS (
+    const statement = (v: { app: string; dimension: string; modes: string; from: string; to: string }) => {
+      const kept = `FROM insight_breakdowns
+            WHERE app_id = ${v.app}::uuid AND NOT rezone AND dimension = ${v.dimension}
+              AND is_test_mode = ANY(${v.modes}::boolean[]) AND day BETWEEN ${v.from}::date AND ${v.to}::date`;
+      return {
+        kept,
+        ctes: `WITH per AS (
            SELECT ${grp} AS grp, kind, value, sum(events) AS events, sum(fv_count) AS fv_count,
                   sum(fv_sum::numeric) FILTER (WHERE fv_count > 0) AS fv_sum, min(fv_min) AS fv_min, max(fv_max) AS fv_max
              ${kept}
@@ -210,23 +191,56 @@ export class InsightRepository {
          ), ranked AS (
            SELECT *, row_number() OVER (PARTITION BY grp ORDER BY kind = 2, events DESC, kind, value) AS rn FROM per
          ), assigned AS (
-           SELECT *, CASE WHEN kind = 2 OR rn > $6 THEN 2 ELSE kind END AS k,
-                     CASE WHEN kind = 2 OR rn > $6 THEN '' ELSE value END AS v
+           SELECT *, CASE WHEN kind = 2 OR rn > ${q.limit} THEN 2 ELSE kind END AS k,
+                     CASE WHEN kind = 2 OR rn > ${q.limit} THEN '' ELSE value END AS v
              FROM ranked
-         )
-         SELECT * FROM (
-           SELECT false AS list, grp AS date, k AS kind, v AS value, sum(events)::text AS events,
-                  sum(fv_count)::text AS fv_count, ${saturatedDouble(`sum(fv_sum::numeric)`)} AS fv_sum,
-                  min(fv_min) AS fv_min, max(fv_max) AS fv_max, NULL::bytea AS users, NULL::bytea AS sessions
+         ), answer AS (
+           SELECT grp, k, v, sum(events) AS events, sum(fv_count) AS fv_count, sum(fv_sum::numeric) AS fv_sum,
+                  min(fv_min) AS fv_min, max(fv_max) AS fv_max,
+                  (row_number() OVER (ORDER BY grp, k = 2, sum(events) DESC, k, v))::int - 1 AS i
              FROM assigned GROUP BY grp, k, v
-           UNION ALL
-           SELECT true, a.grp, a.k, a.v, NULL, NULL, NULL, NULL, NULL, b.users, b.sessions
-             FROM (SELECT ${grp} AS grp, kind, value, users, sessions ${kept}) b
-             JOIN assigned a ON a.grp IS NOT DISTINCT FROM b.grp AND a.kind = b.kind AND a.value = b.value
-         ) x
-         ORDER BY list, date, kind = 2, events::bigint DESC, kind, value`;
-    const params = [appId, q.dimension, q.modes, q.fromDate, q.toDate, q.limit];
-    return this.read.run((db) => withDriverClient(db, (client) => countedBreakdown(client, sql, params)));
+         )`,
+      };
+    };
+    return this.read.run((db) =>
+      withDriverClient(db, async (client) => {
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        try {
+          const { ctes } = statement({ app: '$1', dimension: '$2', modes: '$3', from: '$4', to: '$5' });
+          const { rows } = await client.query<RawBreakdownRow>(
+            `${ctes}
+             SELECT grp AS date, k AS kind, v AS value, events::text AS events, fv_count::text AS fv_count,
+                    ${saturatedDouble('fv_sum')} AS fv_sum, fv_min, fv_max, '0' AS users, '0' AS sessions
+               FROM answer ORDER BY i`,
+            [appId, q.dimension, q.modes, q.fromDate, q.toDate],
+          );
+          const answer = rows.map(toRow);
+          const lists = statement({
+            app: literal(client, appId),
+            dimension: literal(client, q.dimension),
+            modes: literal(client, `{${q.modes.join(',')}}`),
+            from: literal(client, q.fromDate),
+            to: literal(client, q.toDate),
+          });
+          await countLists(
+            answer,
+            client.query(
+              copyTo(`COPY (${lists.ctes}
+                SELECT f.i, b.users, b.sessions
+                  FROM (SELECT ${grp} AS grp, kind, value, users, sessions ${lists.kept}) b
+                  JOIN assigned a ON a.grp IS NOT DISTINCT FROM b.grp AND a.kind = b.kind AND a.value = b.value
+                  JOIN answer f ON f.grp IS NOT DISTINCT FROM a.grp AND f.k = a.k AND f.v = a.v
+                 ORDER BY f.i) TO STDOUT (FORMAT binary)`),
+            ),
+          );
+          await client.query('COMMIT');
+          return answer;
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+      }),
+    );
   }
 
   /**
