@@ -47,6 +47,24 @@ describe('readCopyTuples', () => {
     }
   });
 
+  it('reads to the end after the callback throws, then rejects with what it threw', async () => {
+    const seen: number[] = [];
+    const source = pieces(copyOf(tuples), 16);
+    let drained = false;
+    async function* watched(): AsyncGenerator<Buffer> {
+      yield* source;
+      drained = true;
+    }
+    await expect(
+      readCopyTuples(watched(), (fields) => {
+        seen.push(fields[0]!.readInt32BE(0));
+        throw new Error('no such row');
+      }),
+    ).rejects.toThrow('no such row');
+    expect(seen).toEqual([7]);
+    expect(drained).toBe(true);
+  });
+
   it('gives nothing for a COPY of no rows', async () => {
     expect(await read(copyOf([]), 5)).toEqual([]);
   });

@@ -17,7 +17,8 @@ function copyError(detail: string): Error {
 /**
  * Calls `tuple` with the fields of each tuple of `pieces` (the COPY's data as any chunks), in
  * order: each a view of the bytes (valid until the call returns) or null. Resolves once the
- * trailer is read; rejects on data that is not a binary COPY.
+ * trailer is read; rejects on data that is not a binary COPY, or with the first error `tuple`
+ * threw, once the rest is read (without calling `tuple` again).
  */
 export async function readCopyTuples(
   pieces: AsyncIterable<Buffer>,
@@ -26,6 +27,7 @@ export async function readCopyTuples(
   let pending: Buffer = Buffer.alloc(0);
   let headerRead = false;
   let ended = false;
+  let failure: Error | undefined;
   for await (const piece of pieces) {
     pending = pending.length ? Buffer.concat([pending, piece]) : piece;
     let at = 0;
@@ -70,11 +72,19 @@ export async function readCopyTuples(
         fields[f] = length < 0 ? null : pending.subarray(p, p + length);
         if (length > 0) p += length;
       }
-      tuple(fields);
+      if (failure === undefined) {
+        try {
+          tuple(fields);
+        } catch (err) {
+          // Read on to the end: a COPY left half read would hold the connection.
+          failure = err instanceof Error ? err : new Error(String(err));
+        }
+      }
       at = end;
     }
     pending = pending.subarray(at);
   }
+  if (failure) throw failure;
   if (!ended) throw copyError('the data ends before its trailer');
   if (pending.length) throw copyError('data after the trailer');
 }
