@@ -225,8 +225,8 @@ export class InsightDayRepository {
     );
     const parse = (r: BreakdownDayRow) => ({
       ...r,
-      users: encodeMembers(new MemberList(r.users)),
-      sessions: encodeMembers(new MemberList(r.sessions)),
+      users: encodeMembers(new MemberList(r.users).members),
+      sessions: encodeMembers(new MemberList(r.sessions).members),
     });
     for (const batch of batches(rows, parse, (r) => r.users.length + r.sessions.length)) {
       await runner.query(

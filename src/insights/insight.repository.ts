@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import type { PoolClient } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { readCopyTuples } from '@app/database/copy-tuples';
 import { withDriverClient } from '@app/database/driver-client';
@@ -114,11 +113,6 @@ async function countLists(answer: BreakdownRow[], copy: AsyncIterable<Buffer>): 
 
 const EMPTY = new Uint8Array(0);
 
-/** A text value as an SQL literal, for a COPY statement, which takes no parameters. */
-function literal(client: PoolClient, value: string): string {
-  return client.escapeLiteral(value);
-}
-
 /** Reads of the insight tables (and of the events, for filtered breakdowns) for the endpoints. */
 @Injectable()
 export class InsightRepository {
@@ -177,13 +171,18 @@ export class InsightRepository {
   async storedBreakdown(appId: string, q: BreakdownQuery): Promise<BreakdownRow[]> {
     if (!Number.isSafeInteger(q.limit)) throw new Error('insights: bad limit');
     const grp = q.perDay ? 'day::text' : 'NULL::text';
-    const statement = (v: { app: string; dimension: string; modes: string; from: string; to: string }) => {
-      const kept = `FROM insight_breakdowns
-            WHERE app_id = ${v.app}::uuid AND NOT rezone AND dimension = ${v.dimension}
-              AND is_test_mode = ANY(${v.modes}::boolean[]) AND day BETWEEN ${v.from}::date AND ${v.to}::date`;
-      return {
-        kept,
-        ctes: `WITH per AS (
+    return this.read.run((db) =>
+      withDriverClient(db, async (client) => {
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        try {
+          // Literals, escaped by the driver: the COPY takes no parameters, and both statements
+          // must read the same rows.
+          const kept = `FROM insight_breakdowns
+            WHERE app_id = ${client.escapeLiteral(appId)}::uuid AND NOT rezone
+              AND dimension = ${client.escapeLiteral(q.dimension)}
+              AND is_test_mode = ANY(${client.escapeLiteral(`{${q.modes.join(',')}}`)}::boolean[])
+              AND day BETWEEN ${client.escapeLiteral(q.fromDate)}::date AND ${client.escapeLiteral(q.toDate)}::date`;
+          const ctes = `WITH per AS (
            SELECT ${grp} AS grp, kind, value, sum(events) AS events, sum(fv_count) AS fv_count,
                   sum(fv_sum::numeric) FILTER (WHERE fv_count > 0) AS fv_sum, min(fv_min) AS fv_min, max(fv_max) AS fv_max
              ${kept}
@@ -199,35 +198,20 @@ export class InsightRepository {
                   min(fv_min) AS fv_min, max(fv_max) AS fv_max,
                   (row_number() OVER (ORDER BY grp, k = 2, sum(events) DESC, k, v))::int - 1 AS i
              FROM assigned GROUP BY grp, k, v
-         )`,
-      };
-    };
-    return this.read.run((db) =>
-      withDriverClient(db, async (client) => {
-        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-        try {
-          const { ctes } = statement({ app: '$1', dimension: '$2', modes: '$3', from: '$4', to: '$5' });
+         )`;
           const { rows } = await client.query<RawBreakdownRow>(
             `${ctes}
              SELECT grp AS date, k AS kind, v AS value, events::text AS events, fv_count::text AS fv_count,
                     ${saturatedDouble('fv_sum')} AS fv_sum, fv_min, fv_max, '0' AS users, '0' AS sessions
                FROM answer ORDER BY i`,
-            [appId, q.dimension, q.modes, q.fromDate, q.toDate],
           );
           const answer = rows.map(toRow);
-          const lists = statement({
-            app: literal(client, appId),
-            dimension: literal(client, q.dimension),
-            modes: literal(client, `{${q.modes.join(',')}}`),
-            from: literal(client, q.fromDate),
-            to: literal(client, q.toDate),
-          });
           await countLists(
             answer,
             client.query(
-              copyTo(`COPY (${lists.ctes}
+              copyTo(`COPY (${ctes}
                 SELECT f.i, b.users, b.sessions
-                  FROM (SELECT ${grp} AS grp, kind, value, users, sessions ${lists.kept}) b
+                  FROM (SELECT ${grp} AS grp, kind, value, users, sessions ${kept}) b
                   JOIN assigned a ON a.grp IS NOT DISTINCT FROM b.grp AND a.kind = b.kind AND a.value = b.value
                   JOIN answer f ON f.grp IS NOT DISTINCT FROM a.grp AND f.k = a.k AND f.v = a.v
                  ORDER BY f.i) TO STDOUT (FORMAT binary)`),

@@ -12,7 +12,6 @@
  * set is the empty string of bytes.
  */
 import { BinaryArrayWriter, ElementType } from '@app/database/binary-arrays';
-import type { MemberList } from './member-bitmaps';
 
 /** Bytes of `value` as an unsigned LEB128 varint. */
 function varintBytes(value: number): number {
@@ -24,9 +23,12 @@ function varintBytes(value: number): number {
   return bytes;
 }
 
-/** The members' compact list: sorted, repeats dropped, each the varint of its gap minus one. */
-export function encodeMembers(list: MemberList): Buffer {
-  const members = list.members.slice().sort();
+/**
+ * The compact list of `numbers` (in any order, repeats allowed): sorted, repeats dropped, each
+ * the varint of its gap minus one.
+ */
+export function encodeMembers(numbers: Int32Array): Buffer {
+  const members = numbers.slice().sort();
   let size = 0;
   let previous = -1;
   for (let i = 0; i < members.length; i++) {
@@ -100,7 +102,7 @@ export function withoutMembers(list: Uint8Array, removed: ReadonlySet<number>): 
     if (removed.has(no)) dropped = true;
     else kept.push(no);
   });
-  return dropped ? encodeMembers({ members: Int32Array.from(kept), bytes: 0 }) : null;
+  return dropped ? encodeMembers(Int32Array.from(kept)) : null;
 }
 
 /**
