@@ -1,9 +1,10 @@
 import request from 'supertest';
-import { DAY_MS, utcDateString } from '@app/common/time';
+import { DAY_MS, HOUR_MS, utcDateString } from '@app/common/time';
 import { AuditService } from '@app/audit/audit.service';
 import { RollupsService } from '@app/rollups/rollups.service';
 import { SuppressionsService } from '@app/privacy/suppressions.service';
 import { bearer, makeApiKey, makeApp, makeIngestKey, postIngest } from './factories';
+import { clockWithinUtcDay } from './support/clock';
 import { expectIngestAnswer } from './support/ingest-answer';
 import { useTestApp } from './support/test-app';
 
@@ -109,7 +110,8 @@ describe('erasure of users (POST /api/v1/deletions)', () => {
   let privacyKey: string;
   let readKey: string;
   let otherReadKey: string;
-  const now = Date.now();
+  // Each day's events sit up to an hour before that day's `now`: three UTC days, whenever it runs.
+  const now = clockWithinUtcDay(HOUR_MS);
   const sent = batchOfThreeDays(now);
 
   beforeAll(async () => {
