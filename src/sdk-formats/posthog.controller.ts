@@ -5,7 +5,7 @@ import { requestKey } from '@app/auth/authenticated-request';
 import { API_TAGS, INGEST_KEY_SCHEME } from '@app/common/openapi';
 import { IngestBodyReader } from '@app/ingest/ingest-body.reader';
 import { IngestCpuBudgets } from '@app/ingest/ingest-cpu.budget';
-import { mapPostHogBody } from './posthog.mapping';
+import { postHogMapping } from './posthog.mapping';
 import { SdkIngestEndpoint } from './sdk-endpoint.decorator';
 import { SdkIngestService, type SdkIngestResult } from './sdk-ingest.service';
 import { postHogFormat, preReadBody, PostHogKeyGuard } from './sdk-key.guard';
@@ -51,7 +51,7 @@ export class PostHogController {
       const body = early
         ? meter.time(() => early.body())
         : await this.reader.read(req, key.id, meter, postHogFormat(req));
-      const result = await this.sdk.run('posthog', key, body, mapPostHogBody, meter);
+      const result = await this.sdk.run('posthog', key, body, postHogMapping, meter);
       return { ...result, status: 1 };
     } finally {
       this.cpu.charge(key.id, meter);

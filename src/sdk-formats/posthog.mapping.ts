@@ -1,12 +1,13 @@
 import {
   flattenInto,
-  emptyBatch,
   floatValueOf,
   isObject,
+  mapAll,
   put,
   putTime,
   sentAtOf,
   type AccountPseudonym,
+  type BodyMapping,
   type FlattenContext,
   type MappedBatch,
   type MappingWarning,
@@ -85,30 +86,37 @@ function eventsOf(body: unknown): unknown[] | null {
 }
 
 /**
- * A PostHog capture body (`batch/`, `capture/`, `e/`, `i/v0/e/`) → Tally events. Returns null
- * when the body holds no event at all.
+ * A PostHog capture body (`batch/`, `capture/`, `e/`, `i/v0/e/`) as messages to map onto Tally
+ * events. Returns null when the body holds no event at all.
  */
-export function mapPostHogBody(body: unknown, pseudonym: AccountPseudonym): MappedBatch | null {
+export function postHogMapping(body: unknown, pseudonym: AccountPseudonym): BodyMapping | null {
   const messages = eventsOf(body);
   if (messages === null) return null;
-  const sentAt = isObject(body) ? sentAtOf(body.sent_at ?? body.sentAt) : null;
-  const out = emptyBatch(sentAt);
-  messages.forEach((message, index) => {
-    if (!isObject(message)) {
-      out.rejections.push({
-        index,
-        field: 'event',
-        code: 'invalid_type',
-        message: 'An event must be an object.',
-      });
-    } else if (typeof message.event === 'string' && ACKNOWLEDGED.has(message.event)) {
-      out.acknowledged++;
-    } else {
-      out.events.push(mapPostHogEvent(message, index, pseudonym, out.warnings));
-      out.messageIndexes.push(index);
-    }
-  });
-  return out;
+  return {
+    messages,
+    sentAt: isObject(body) ? sentAtOf(body.sent_at ?? body.sentAt) : null,
+    mapMessage(out, index) {
+      const message = messages[index];
+      if (!isObject(message)) {
+        out.rejections.push({
+          index,
+          field: 'event',
+          code: 'invalid_type',
+          message: 'An event must be an object.',
+        });
+      } else if (typeof message.event === 'string' && ACKNOWLEDGED.has(message.event)) {
+        out.acknowledged++;
+      } else {
+        out.events.push(mapPostHogEvent(message, index, pseudonym, out.warnings));
+        out.messageIndexes.push(index);
+      }
+    },
+  };
+}
+
+/** A PostHog capture body mapped at once; null when it holds no event at all. */
+export function mapPostHogBody(body: unknown, pseudonym: AccountPseudonym): MappedBatch | null {
+  return mapAll(postHogMapping(body, pseudonym));
 }
 
 /** The key a PostHog body carries: `api_key` or `token`, on the body or its first event. */

@@ -11,7 +11,7 @@ import { maxEventsPerRequest } from '@app/ingest/ingest.limits';
 import { IngestService } from '@app/ingest/ingest.service';
 import type { EventIssue, IngestResult } from '@app/ingest/ingest.types';
 import { accountPseudonyms } from '@app/ingest/pii';
-import type { AccountPseudonym, MappedBatch } from './sdk-mapping';
+import { emptyBatch, type AccountPseudonym, type BodyMapping, type MappedBatch } from './sdk-mapping';
 
 export type SdkSource = 'segment' | 'posthog';
 
@@ -21,8 +21,8 @@ export interface SdkIngestResult extends IngestResult {
   acknowledged: number;
 }
 
-/** Maps a parsed body; null when it holds no message at all. */
-export type BodyMapper = (body: unknown, pseudonym: AccountPseudonym) => MappedBatch | null;
+/** A parsed body's messages to map; null when it holds no message at all. */
+export type BodyMapper = (body: unknown, pseudonym: AccountPseudonym) => BodyMapping | null;
 
 function notABatch(field: string): AppError {
   return new AppError('invalid_body', 'The body holds no message; nothing was stored.', {
@@ -64,7 +64,18 @@ export class SdkIngestService {
       if (p === undefined) pseudonyms.set(id, (p = pseudonymOf(id)));
       return p;
     };
-    const mapped = cpu.time(() => map(body.value, pseudonym));
+    const mapped = await cpu.timeSliced(async (slices) => {
+      const mapping = map(body.value, pseudonym);
+      if (mapping === null) return null;
+      // The body's parse has just held the thread: other requests go first.
+      await slices.yield();
+      const out = emptyBatch(mapping.sentAt);
+      for (let i = 0; i < mapping.messages.length; i++) {
+        mapping.mapMessage(out, i);
+        if (slices.due) await slices.yield();
+      }
+      return out;
+    });
     // The SDK's messages are garbage once mapped: let the collector have them while the batch is
     // written (a request's frames keep `body` to its end), instead of copying them from one young
     // generation to the next beside the mapped events.

@@ -41,6 +41,26 @@ export function emptyBatch(sentAt: number | null): MappedBatch {
   return { events: [], messageIndexes: [], sentAt, acknowledged: 0, warnings: [], rejections: [] };
 }
 
+/**
+ * A body's messages and how each one is mapped, so that the caller can map a large batch a slice
+ * at a time, with other requests' turns between the slices.
+ */
+export interface BodyMapping {
+  readonly messages: readonly unknown[];
+  /** The batch's send time (epoch ms); null when absent or unreadable. */
+  readonly sentAt: number | null;
+  /** Maps `messages[index]` into `out`: an event, an acknowledged message or a rejection. */
+  mapMessage(out: MappedBatch, index: number): void;
+}
+
+/** Every message of `mapping` mapped at once; null for a body that holds no message at all. */
+export function mapAll(mapping: BodyMapping | null): MappedBatch | null {
+  if (mapping === null) return null;
+  const out = emptyBatch(mapping.sentAt);
+  for (let i = 0; i < mapping.messages.length; i++) mapping.mapMessage(out, i);
+  return out;
+}
+
 /** Nesting depth past which a property is dropped rather than flattened. */
 const MAX_FLATTEN_DEPTH = 5;
 

@@ -10,7 +10,7 @@ import { SdkIngestEndpoint } from './sdk-endpoint.decorator';
 import { SdkIngestService, type SdkIngestResult } from './sdk-ingest.service';
 import { preReadBody, SEGMENT_FORMAT, SegmentKeyGuard } from './sdk-key.guard';
 import { SegmentResultDto } from './sdk-result.dto';
-import { mapSegmentBody, SEGMENT_ENDPOINTS, type SegmentEndpoint } from './segment.mapping';
+import { segmentMapping, SEGMENT_ENDPOINTS, type SegmentEndpoint } from './segment.mapping';
 
 const ENDPOINTS = Object.keys(SEGMENT_ENDPOINTS);
 
@@ -59,7 +59,7 @@ export class SegmentController {
         : await this.reader.read(req, key.id, meter, SEGMENT_FORMAT);
       const map = (value: unknown, pseudonym: (id: string) => string) =>
         typeof value === 'object' && value !== null && !Array.isArray(value)
-          ? mapSegmentBody(endpoint as SegmentEndpoint, value as Record<string, unknown>, pseudonym)
+          ? segmentMapping(endpoint as SegmentEndpoint, value as Record<string, unknown>, pseudonym)
           : null;
       const result = await this.sdk.run('segment', key, body, map, meter);
       return { ...result, success: true };

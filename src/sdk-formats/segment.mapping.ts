@@ -1,13 +1,14 @@
 import {
   flattenProperties,
-  emptyBatch,
   floatValueOf,
   isObject,
+  mapAll,
   put,
   putTime,
   sentAtOf,
   stringOrUndefined,
   type AccountPseudonym,
+  type BodyMapping,
   type MappedBatch,
   type MappingWarning,
   type TallyEvent,
@@ -104,43 +105,55 @@ function messagesOf(endpoint: SegmentEndpoint, body: Record<string, unknown>): u
 }
 
 /**
- * A Segment body → Tally events. `batch`/`b` take `{ batch: [message…], sentAt?, context? }`;
- * the other endpoints take one message whose type is the endpoint's. Returns null when the
- * envelope is not one (no `batch` array).
+ * A Segment body as messages to map onto Tally events. `batch`/`b` take `{ batch: [message…],
+ * sentAt?, context? }`; the other endpoints take one message whose type is the endpoint's.
+ * Returns null when the envelope is not one (no `batch` array).
  */
+export function segmentMapping(
+  endpoint: SegmentEndpoint,
+  body: Record<string, unknown>,
+  pseudonym: AccountPseudonym,
+): BodyMapping | null {
+  const messages = messagesOf(endpoint, body);
+  if (messages === null) return null;
+  const batchContext = isObject(body.context) ? body.context : {};
+  return {
+    messages,
+    sentAt: sentAtOf(body.sentAt),
+    mapMessage(out, index) {
+      const message = messages[index];
+      if (!isObject(message)) {
+        out.rejections.push({
+          index,
+          field: 'message',
+          code: 'invalid_type',
+          message: 'A message must be an object.',
+        });
+        return;
+      }
+      const type = message.type;
+      if (typeof type === 'string' && ACKNOWLEDGED.has(type)) {
+        out.acknowledged++;
+      } else if (type === 'track' || type === 'page' || type === 'screen') {
+        out.events.push(mapSegmentMessage(message, type, index, batchContext, pseudonym, out.warnings));
+        out.messageIndexes.push(index);
+      } else {
+        out.rejections.push({
+          index,
+          field: 'type',
+          code: 'invalid_value',
+          message: 'type must be one of track, page, screen, identify, group or alias.',
+        });
+      }
+    },
+  };
+}
+
+/** A Segment body mapped at once; null when the envelope is not one. */
 export function mapSegmentBody(
   endpoint: SegmentEndpoint,
   body: Record<string, unknown>,
   pseudonym: AccountPseudonym,
 ): MappedBatch | null {
-  const messages = messagesOf(endpoint, body);
-  if (messages === null) return null;
-  const batchContext = isObject(body.context) ? body.context : {};
-  const out = emptyBatch(sentAtOf(body.sentAt));
-  messages.forEach((message, index) => {
-    if (!isObject(message)) {
-      out.rejections.push({
-        index,
-        field: 'message',
-        code: 'invalid_type',
-        message: 'A message must be an object.',
-      });
-      return;
-    }
-    const type = message.type;
-    if (typeof type === 'string' && ACKNOWLEDGED.has(type)) {
-      out.acknowledged++;
-    } else if (type === 'track' || type === 'page' || type === 'screen') {
-      out.events.push(mapSegmentMessage(message, type, index, batchContext, pseudonym, out.warnings));
-      out.messageIndexes.push(index);
-    } else {
-      out.rejections.push({
-        index,
-        field: 'type',
-        code: 'invalid_value',
-        message: 'type must be one of track, page, screen, identify, group or alias.',
-      });
-    }
-  });
-  return out;
+  return mapAll(segmentMapping(endpoint, body, pseudonym));
 }
