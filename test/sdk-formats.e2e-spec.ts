@@ -6,6 +6,7 @@ import { gzipSync } from 'node:zlib';
 import request from 'supertest';
 import { bearer, makeApiKey, makeApp, makeIngestKey } from './factories';
 import { waitFor } from './support/harness';
+import { expectProblem } from './support/problem';
 import { useTestApp } from './support/test-app';
 
 interface EventRow {
@@ -322,6 +323,39 @@ describe('ingest in the Segment and PostHog wire formats, driven by the real SDK
       .send('data=abc');
     expect(form.status).toBe(415);
     expect(form.body).toMatchObject({ code: 'unsupported_media_type' });
+  });
+
+  it('a batch of more messages than INGEST_MAX_EVENTS is 413 in either format, and nothing is stored', async () => {
+    const { appId, live, api } = await tenant();
+    const messages = 1001;
+    const segment = await request(t.http)
+      .post('/api/segment/v1/batch')
+      .auth(live, '')
+      .send({
+        batch: Array.from({ length: messages }, (_, i) => ({
+          type: i % 2 ? 'identify' : 'track',
+          event: 'Too.many',
+          anonymousId: `a-${i}`,
+          messageId: `seg-413-${i}`,
+        })),
+      });
+    expectProblem(segment, 413, 'payload_too_large');
+    expect(segment.body).toMatchObject({ limitEvents: 1000, receivedEvents: messages });
+    expect(segment.body.detail).toBe(`The batch holds ${messages} messages; the limit is 1000.`);
+
+    const postHog = await request(t.http)
+      .post('/api/posthog/batch/')
+      .send({
+        api_key: live,
+        batch: Array.from({ length: messages }, (_, i) => ({
+          event: 'Too.many',
+          distinct_id: `d-${i}`,
+          uuid: `ph-413-${i}`,
+        })),
+      });
+    expectProblem(postHog, 413, 'payload_too_large');
+    expect(postHog.body).toMatchObject({ limitEvents: 1000, receivedEvents: messages });
+    expect(await events(appId, api)).toEqual([]);
   });
 
   it('rejected messages are kept in the quarantine with their code whatever the plan mode, and counted by source', async () => {

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { AppError } from '@app/common/app-error';
+import type { WorkSlices } from '@app/common/work-slices';
 import { MetricsService } from '@app/common/metrics/metrics.service';
 import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import { AppsService } from '@app/auth/apps.service';
@@ -28,6 +29,20 @@ function notABatch(field: string): AppError {
   return new AppError('invalid_body', 'The body holds no message; nothing was stored.', {
     errors: [{ field, code: 'missing_field', message: `${field} is required.` }],
   });
+}
+
+/**
+ * Every message of `mapping` mapped, in slices of the thread: other requests go first after the
+ * body's parse, which has just held it, and then between slices.
+ */
+async function mapInSlices(mapping: BodyMapping, slices: WorkSlices): Promise<MappedBatch> {
+  await slices.yield();
+  const out = emptyBatch(mapping.sentAt);
+  for (let i = 0; i < mapping.messages.length; i++) {
+    mapping.mapMessage(out, i);
+    if (slices.due) await slices.yield();
+  }
+  return out;
 }
 
 /**
@@ -64,32 +79,11 @@ export class SdkIngestService {
       if (p === undefined) pseudonyms.set(id, (p = pseudonymOf(id)));
       return p;
     };
-    const mapped = await cpu.timeSliced(async (slices) => {
-      const mapping = map(body.value, pseudonym);
-      if (mapping === null) return null;
-      // The body's parse has just held the thread: other requests go first.
-      await slices.yield();
-      const out = emptyBatch(mapping.sentAt);
-      for (let i = 0; i < mapping.messages.length; i++) {
-        mapping.mapMessage(out, i);
-        if (slices.due) await slices.yield();
-      }
-      return out;
-    });
+    const mapped = await this.mapBody(body, map, pseudonym, cpu);
     // The SDK's messages are garbage once mapped: let the collector have them while the batch is
     // written (a request's frames keep `body` to its end), instead of copying them from one young
     // generation to the next beside the mapped events.
     body.value = undefined;
-    if (mapped === null) throw notABatch('batch');
-    const messages = mapped.events.length + mapped.acknowledged + mapped.rejections.length;
-    const max = maxEventsPerRequest(this.config);
-    if (messages > max) {
-      throw batchTooLarge(
-        this.config,
-        { events: messages, bytes: body.bytes },
-        `The batch holds ${messages} messages; the limit is ${max}.`,
-      );
-    }
     const result = mapped.events.length
       ? await this.ingest.ingest(
           key,
@@ -101,6 +95,30 @@ export class SdkIngestService {
     this.metrics.recordIngestEvents(source, 'acknowledged', mapped.acknowledged);
     this.metrics.recordIngestEvents(source, 'rejected', mapped.rejections.length);
     return this.merge(result, mapped);
+  }
+
+  /**
+   * The body's messages mapped, in slices of the thread; a batch over the event limit is refused
+   * before any message is mapped.
+   */
+  private async mapBody(
+    body: IngestBody,
+    map: BodyMapper,
+    pseudonym: AccountPseudonym,
+    cpu: CpuMeter,
+  ): Promise<MappedBatch> {
+    const mapping = cpu.time(() => map(body.value, pseudonym));
+    if (mapping === null) throw notABatch('batch');
+    const messages = mapping.messages.length;
+    const max = maxEventsPerRequest(this.config);
+    if (messages > max) {
+      throw batchTooLarge(
+        this.config,
+        { events: messages, bytes: body.bytes },
+        `The batch holds ${messages} messages; the limit is ${max}.`,
+      );
+    }
+    return cpu.timeSliced((slices) => mapInSlices(mapping, slices));
   }
 
   /** The answer to a body of acknowledged (or unmappable) messages only. */
