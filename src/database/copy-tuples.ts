@@ -8,10 +8,41 @@
  *     int16 -1 to end.
  */
 
-const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+/** The 11 bytes every binary COPY starts with. */
+export const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
 function copyError(detail: string): Error {
   return new Error(`binary COPY: ${detail}`);
+}
+
+/**
+ * Where the first tuple starts in the first `length` bytes of a binary COPY, or null while its
+ * header is not all there. Throws when the bytes there are not a binary COPY's signature.
+ */
+export function copyHeaderEnd(copy: Buffer, length = copy.length): number | null {
+  const signature = Math.min(length, COPY_SIGNATURE.length);
+  if (!copy.subarray(0, signature).equals(COPY_SIGNATURE.subarray(0, signature))) {
+    throw copyError('no signature');
+  }
+  if (length < COPY_SIGNATURE.length + 8) return null;
+  const end = COPY_SIGNATURE.length + 8 + copy.readInt32BE(COPY_SIGNATURE.length + 4);
+  return end <= length ? end : null;
+}
+
+/**
+ * Where the tuple that starts at `at` ends, when all of it is within the first `length` bytes;
+ * else null. `at` holds a tuple's field count (not the trailer's -1) and at least its two bytes
+ * are there.
+ */
+export function tupleEnd(copy: Buffer, at: number, length: number): number | null {
+  const count = copy.readInt16BE(at);
+  let end = at + 2;
+  for (let f = 0; f < count; f++) {
+    if (length - end < 4) return null;
+    end += 4 + Math.max(copy.readInt32BE(end), 0);
+    if (end > length) return null;
+  }
+  return end;
 }
 
 /**
@@ -32,11 +63,9 @@ export async function readCopyTuples(
     pending = pending.length ? Buffer.concat([pending, piece]) : piece;
     let at = 0;
     if (!headerRead) {
-      if (pending.length < SIGNATURE.length + 8) continue;
-      if (!pending.subarray(0, SIGNATURE.length).equals(SIGNATURE)) throw copyError('no signature');
-      const extension = pending.readInt32BE(SIGNATURE.length + 4);
-      if (pending.length < SIGNATURE.length + 8 + extension) continue;
-      at = SIGNATURE.length + 8 + extension;
+      const start = copyHeaderEnd(pending);
+      if (start === null) continue;
+      at = start;
       headerRead = true;
     }
     for (;;) {
@@ -48,22 +77,8 @@ export async function readCopyTuples(
         at += 2;
         break;
       }
-      // Whether the whole tuple is here: walk its field lengths first.
-      let end = at + 2;
-      let complete = true;
-      for (let f = 0; f < count; f++) {
-        if (pending.length - end < 4) {
-          complete = false;
-          break;
-        }
-        const length = pending.readInt32BE(end);
-        end += 4 + Math.max(length, 0);
-        if (end > pending.length) {
-          complete = false;
-          break;
-        }
-      }
-      if (!complete) break;
+      const end = tupleEnd(pending, at, pending.length);
+      if (end === null) break;
       const fields: (Buffer | null)[] = new Array<Buffer | null>(count);
       let p = at + 2;
       for (let f = 0; f < count; f++) {

@@ -1,5 +1,6 @@
 import { sealEventIdBlocks, SEALED_EVENT_ID_BYTES } from '@app/common/event-ids';
 import { PG_EPOCH_MS } from '@app/database/binary-arrays';
+import { copyHeaderEnd, tupleEnd } from '@app/database/copy-tuples';
 import { EVENT_FIELDS, POSITION_FIELDS, type EventField } from '@app/common/events/event-fields';
 
 /** A position in an export: the receive time (epoch microseconds) and stored id of a row. */
@@ -36,7 +37,6 @@ export const COLUMN = Object.fromEntries(EXPORT_FIELDS.map((f, i) => [f.name, i]
 >;
 export const COLUMNS = EXPORT_FIELDS.length + 1;
 
-const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 const PG_EPOCH_US = PG_EPOCH_MS * 1000;
 const PG_EPOCH_US_BIG = BigInt(PG_EPOCH_US);
 const TWO_32 = 4_294_967_296;
@@ -58,10 +58,14 @@ export class CopyRows {
   rowEnd: number;
 
   constructor(readonly copy: Buffer) {
-    if (copy.length < 19 || !copy.subarray(0, COPY_SIGNATURE.length).equals(COPY_SIGNATURE)) {
-      throw copyError('no binary COPY header');
+    let start: number | null;
+    try {
+      start = copyHeaderEnd(copy);
+    } catch {
+      start = null; // not a binary COPY's signature: no header either
     }
-    this.rowEnd = 19 + copy.readInt32BE(15);
+    if (start === null) throw copyError('no binary COPY header');
+    this.rowEnd = start;
   }
 
   next(): boolean {
@@ -99,21 +103,12 @@ export class CopyRows {
  * incomplete data: a COPY that holds it is whole and needs no cut.
  */
 export function completeRowsEnd(copy: Buffer, length: number): number | null {
-  if (length < 19) return null;
-  let p = 19 + copy.readInt32BE(15);
+  let p = copyHeaderEnd(copy, length);
   let end: number | null = null;
-  while (p + 2 <= length) {
-    const fields = copy.readInt16BE(p);
-    if (fields < 0) return null;
-    let q = p + 2;
-    for (let c = 0; c < fields && q <= length; c++) {
-      if (q + 4 > length) return end;
-      const size = copy.readInt32BE(q);
-      q += 4 + Math.max(size, 0);
-    }
-    if (q > length) return end;
-    end = q;
-    p = q;
+  while (p !== null && p + 2 <= length) {
+    if (copy.readInt16BE(p) < 0) return null;
+    p = tupleEnd(copy, p, length);
+    if (p !== null) end = p;
   }
   return end;
 }
