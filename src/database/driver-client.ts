@@ -18,3 +18,26 @@ export async function withDriverClient<T>(
     await runner.release();
   }
 }
+
+/**
+ * withDriverClient's `work` in one transaction: `begin` opens it (`BEGIN` with its options, and
+ * any `SET LOCAL` after it); COMMIT once `work` resolves, ROLLBACK when it throws, and the error
+ * then reaches the caller as raised.
+ */
+export function withDriverTransaction<T>(
+  db: DataSource,
+  begin: string,
+  work: (client: PoolClient) => Promise<T>,
+): Promise<T> {
+  return withDriverClient(db, async (client) => {
+    await client.query(begin);
+    try {
+      const out = await work(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  });
+}

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ReadDatabase } from '@app/database/read-database';
-import { withDriverClient } from '@app/database/driver-client';
+import { withDriverTransaction } from '@app/database/driver-client';
 import type { TestModeFilter } from '@app/common/reads/query-params';
 import { microsLiteral, type CursorPosition } from '@app/common/reads/cursor';
 import { EVENT_ROW_COLUMNS, type EventRow } from '@app/common/reads/event-record';
@@ -79,17 +79,11 @@ export class EventRepository {
     // The driver's client, so that a lost connection reaches the read route as raised and the
     // read goes to another server.
     return this.read.run((db) =>
-      withDriverClient(db, async (client) => {
-        await client.query('BEGIN; SET LOCAL enable_sort = off');
-        try {
-          const rows = (await client.query(sql, params)).rows as EventRow[];
-          await client.query('COMMIT');
-          return rows;
-        } catch (err) {
-          await client.query('ROLLBACK').catch(() => undefined);
-          throw err;
-        }
-      }),
+      withDriverTransaction(
+        db,
+        'BEGIN; SET LOCAL enable_sort = off',
+        async (client) => (await client.query(sql, params)).rows as EventRow[],
+      ),
     );
   }
 }

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { to as copyTo } from 'pg-copy-streams';
 import { readCopyTuples } from '@app/database/copy-tuples';
-import { withDriverClient } from '@app/database/driver-client';
+import { withDriverTransaction } from '@app/database/driver-client';
 import { ReadDatabase } from '@app/database/read-database';
 import { bitmapLength } from './insight-computation.repository';
 import { dimensionSql, FILTER_DIMENSIONS } from './dimensions';
@@ -172,57 +172,50 @@ export class InsightRepository {
     if (!Number.isSafeInteger(q.limit)) throw new Error('insights: bad limit');
     const grp = q.perDay ? 'day::text' : 'NULL::text';
     return this.read.run((db) =>
-      withDriverClient(db, async (client) => {
-        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-        try {
-          // Literals, escaped by the driver: the COPY takes no parameters, and both statements
-          // must read the same rows.
-          const kept = `FROM insight_breakdowns
-            WHERE app_id = ${client.escapeLiteral(appId)}::uuid AND NOT rezone
-              AND dimension = ${client.escapeLiteral(q.dimension)}
-              AND is_test_mode = ANY(${client.escapeLiteral(`{${q.modes.join(',')}}`)}::boolean[])
-              AND day BETWEEN ${client.escapeLiteral(q.fromDate)}::date AND ${client.escapeLiteral(q.toDate)}::date`;
-          const ctes = `WITH per AS (
-           SELECT ${grp} AS grp, kind, value, sum(events) AS events, sum(fv_count) AS fv_count,
-                  sum(fv_sum::numeric) FILTER (WHERE fv_count > 0) AS fv_sum, min(fv_min) AS fv_min, max(fv_max) AS fv_max
-             ${kept}
-            GROUP BY ${grp}, kind, value
-         ), ranked AS (
-           SELECT *, row_number() OVER (PARTITION BY grp ORDER BY kind = 2, events DESC, kind, value) AS rn FROM per
-         ), assigned AS (
-           SELECT *, CASE WHEN kind = 2 OR rn > ${q.limit} THEN 2 ELSE kind END AS k,
-                     CASE WHEN kind = 2 OR rn > ${q.limit} THEN '' ELSE value END AS v
-             FROM ranked
-         ), answer AS (
-           SELECT grp, k, v, sum(events) AS events, sum(fv_count) AS fv_count, sum(fv_sum::numeric) AS fv_sum,
-                  min(fv_min) AS fv_min, max(fv_max) AS fv_max,
-                  (row_number() OVER (ORDER BY grp, k = 2, sum(events) DESC, k, v))::int - 1 AS i
-             FROM assigned GROUP BY grp, k, v
-         )`;
-          const { rows } = await client.query<RawBreakdownRow>(
-            `${ctes}
-             SELECT grp AS date, k AS kind, v AS value, events::text AS events, fv_count::text AS fv_count,
-                    ${saturatedDouble('fv_sum')} AS fv_sum, fv_min, fv_max, '0' AS users, '0' AS sessions
-               FROM answer ORDER BY i`,
-          );
-          const answer = rows.map(toRow);
-          await countLists(
-            answer,
-            client.query(
-              copyTo(`COPY (${ctes}
-                SELECT f.i, b.users, b.sessions
-                  FROM (SELECT ${grp} AS grp, kind, value, users, sessions ${kept}) b
-                  JOIN assigned a ON a.grp IS NOT DISTINCT FROM b.grp AND a.kind = b.kind AND a.value = b.value
-                  JOIN answer f ON f.grp IS NOT DISTINCT FROM a.grp AND f.k = a.k AND f.v = a.v
-                 ORDER BY f.i) TO STDOUT (FORMAT binary)`),
-            ),
-          );
-          await client.query('COMMIT');
-          return answer;
-        } catch (err) {
-          await client.query('ROLLBACK').catch(() => undefined);
-          throw err;
-        }
+      withDriverTransaction(db, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', async (client) => {
+        // Literals, escaped by the driver: the COPY takes no parameters, and both statements
+        // must read the same rows.
+        const kept = `FROM insight_breakdowns
+        WHERE app_id = ${client.escapeLiteral(appId)}::uuid AND NOT rezone
+          AND dimension = ${client.escapeLiteral(q.dimension)}
+          AND is_test_mode = ANY(${client.escapeLiteral(`{${q.modes.join(',')}}`)}::boolean[])
+          AND day BETWEEN ${client.escapeLiteral(q.fromDate)}::date AND ${client.escapeLiteral(q.toDate)}::date`;
+        const ctes = `WITH per AS (
+       SELECT ${grp} AS grp, kind, value, sum(events) AS events, sum(fv_count) AS fv_count,
+              sum(fv_sum::numeric) FILTER (WHERE fv_count > 0) AS fv_sum, min(fv_min) AS fv_min, max(fv_max) AS fv_max
+         ${kept}
+        GROUP BY ${grp}, kind, value
+     ), ranked AS (
+       SELECT *, row_number() OVER (PARTITION BY grp ORDER BY kind = 2, events DESC, kind, value) AS rn FROM per
+     ), assigned AS (
+       SELECT *, CASE WHEN kind = 2 OR rn > ${q.limit} THEN 2 ELSE kind END AS k,
+                 CASE WHEN kind = 2 OR rn > ${q.limit} THEN '' ELSE value END AS v
+         FROM ranked
+     ), answer AS (
+       SELECT grp, k, v, sum(events) AS events, sum(fv_count) AS fv_count, sum(fv_sum::numeric) AS fv_sum,
+              min(fv_min) AS fv_min, max(fv_max) AS fv_max,
+              (row_number() OVER (ORDER BY grp, k = 2, sum(events) DESC, k, v))::int - 1 AS i
+         FROM assigned GROUP BY grp, k, v
+     )`;
+        const { rows } = await client.query<RawBreakdownRow>(
+          `${ctes}
+         SELECT grp AS date, k AS kind, v AS value, events::text AS events, fv_count::text AS fv_count,
+                ${saturatedDouble('fv_sum')} AS fv_sum, fv_min, fv_max, '0' AS users, '0' AS sessions
+           FROM answer ORDER BY i`,
+        );
+        const answer = rows.map(toRow);
+        await countLists(
+          answer,
+          client.query(
+            copyTo(`COPY (${ctes}
+            SELECT f.i, b.users, b.sessions
+              FROM (SELECT ${grp} AS grp, kind, value, users, sessions ${kept}) b
+              JOIN assigned a ON a.grp IS NOT DISTINCT FROM b.grp AND a.kind = b.kind AND a.value = b.value
+              JOIN answer f ON f.grp IS NOT DISTINCT FROM a.grp AND f.k = a.k AND f.v = a.v
+             ORDER BY f.i) TO STDOUT (FORMAT binary)`),
+          ),
+        );
+        return answer;
       }),
     );
   }
