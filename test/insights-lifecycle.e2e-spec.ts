@@ -6,6 +6,7 @@ import { RollupsService } from '@app/rollups/rollups.service';
 import { PartitionRepository } from '@app/storage/partition.repository';
 import { TEST_ACTOR, bearer, makeApiKey } from './factories';
 import { seedEvents, SeedEvent } from './factories/events';
+import { clockWithinUtcDay } from './support/clock';
 import { waitFor } from './support/harness';
 import { expectProblem } from './support/problem';
 import { useTestApp } from './support/test-app';
@@ -42,10 +43,8 @@ function events(now: number, days: number): SeedEvent[] {
 
 describe('insights: erasure, zone changes and the value bound', () => {
   const t = useTestApp({ ROLLUPS_ENABLED: 'false', BREAKDOWN_MAX_VALUES: '5', ERASURE_PAUSE_PERCENT: '0' });
-  // The seeded events sit up to three hours before `now`, on `now`'s UTC date. A clock at least
-  // four hours into the UTC day keeps them there whenever the suite runs: just after midnight
-  // they are then a little ahead of the real clock, which only orders what is stored here.
-  const now = Math.max(Date.now(), Math.floor(Date.now() / DAY) * DAY + 4 * HOUR);
+  // The seeded events sit up to three hours before `now`, on `now`'s UTC date.
+  const now = clockWithinUtcDay(4 * HOUR, 'ahead');
 
   beforeAll(async () => {
     const partitions = t.app.get(PartitionRepository);
