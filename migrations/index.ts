@@ -19,6 +19,7 @@ import { CitusDistribution1764200000000 } from './1764200000000-citus-distributi
 import { Insights1764300000000 } from './1764300000000-insights';
 import { QuarantineLeanIndex1764400000000 } from './1764400000000-quarantine-lean-index';
 import { BreakdownMemberLists1764500000000 } from './1764500000000-breakdown-member-lists';
+import { InsightIdPacks1764600000000 } from './1764600000000-insight-id-packs';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -44,4 +45,5 @@ export const MIGRATIONS = [
   Insights1764300000000,
   QuarantineLeanIndex1764400000000,
   BreakdownMemberLists1764500000000,
+  InsightIdPacks1764600000000,
 ];

@@ -154,7 +154,7 @@ describe('insights: erasure, zone changes and the value bound', () => {
     expect(after.total).toBe(await bruteUsers(appId, 'UTC', from, today));
     // The user's number is forgotten: only the other users keep one.
     const ids = (await t.db.query(
-      `SELECT count(*)::int AS n FROM insight_ids WHERE app_id = $1 AND kind = 'u'`,
+      `SELECT sum(length(entries) / 18)::int AS n FROM insight_id_packs WHERE app_id = $1 AND kind = 'u'`,
       [appId],
     )) as { n: number }[];
     expect(ids[0].n).toBe(6);

@@ -143,11 +143,11 @@ async function storage(db, appId) {
     `SELECT (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_inherits i ON i.inhrelid = c.oid
               WHERE i.inhparent = 'events'::regclass)::float8 AS events,
             (SELECT sum(pg_total_relation_size(t::regclass))
-               FROM unnest(ARRAY['insight_day_users', 'insight_breakdowns', 'insight_ids', 'insight_counters']) t)::float8
+               FROM unnest(ARRAY['insight_day_users', 'insight_breakdowns', 'insight_id_packs', 'insight_counters']) t)::float8
               AS insights,
             pg_total_relation_size('rollups')::float8 AS rollups,
-            (SELECT count(*) FROM insight_ids WHERE app_id = $1 AND kind = 'u')::int AS users,
-            (SELECT count(*) FROM insight_ids WHERE app_id = $1 AND kind = 's')::int AS sessions`,
+            (SELECT sum(length(entries) / 18) FROM insight_id_packs WHERE app_id = $1 AND kind = 'u')::int AS users,
+            (SELECT sum(length(entries) / 18) FROM insight_id_packs WHERE app_id = $1 AND kind = 's')::int AS sessions`,
     [appId],
   );
   const r = rows[0];
@@ -161,7 +161,8 @@ async function storage(db, appId) {
      SELECT 'breakdowns.sessions', sum(pg_column_size(sessions))::float8, count(*)::int
        FROM insight_breakdowns WHERE app_id = $1
      UNION ALL
-     SELECT 'ids', pg_total_relation_size('insight_ids')::float8, count(*)::int FROM insight_ids WHERE app_id = $1`,
+     SELECT 'ids', pg_total_relation_size('insight_id_packs')::float8, sum(length(entries) / 18)::int
+       FROM insight_id_packs WHERE app_id = $1`,
     [appId],
   );
   const byColumn = Object.fromEntries(columns.map((c) => [c.col, { bytes: c.bytes, rows: c.rows }]));
@@ -329,7 +330,7 @@ export async function insightsBenchmarkMain({ root, log }) {
     const computeSeconds = (Date.now() - started) / 1000;
     log(`insights: rollups and insights of ${computed.days} days in ${computeSeconds.toFixed(1)} s`);
     // As autovacuum would soon after: the reads are planned with the insight tables' statistics.
-    await db.query('ANALYZE insight_day_users, insight_breakdowns, insight_ids');
+    await db.query('ANALYZE insight_day_users, insight_breakdowns, insight_id_packs');
     const size = await storage(db, appId);
     log(`insights: storage ${JSON.stringify(size)}`);
     const actor = { type: 'cli', osUser: 'bench' };

@@ -19,12 +19,75 @@ type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
 const WORK_MEM = '128MB';
 
 /**
- * The key of an id in insight_ids: the first 16 bytes of SHA-256 over the app's secret and the
- * id. `secret` is an expression of the app's pii_secret.
+ * The key of an id: the first 16 bytes of SHA-256 over the app's secret and the id. `secret` is
+ * an expression of the app's pii_secret.
  */
 export function idKey(secret: string, id: string): string {
   return `substring(sha256(${secret} || convert_to(${id}, 'UTF8')) FOR 16)`;
 }
+
+/*
+ * The numbered ids of an app are packed (insight_id_packs): the pack of a key is its first two
+ * bytes, and the pack's `entries` hold each of its ids as the key's other 14 bytes and then the
+ * number (int4, big-endian), ENTRY_BYTES an id, in the order they were numbered.
+ */
+const ENTRY_BYTES = 18;
+const TAIL_BYTES = 14;
+
+/** The pack of a key expression. */
+export function packOf(key: string): string {
+  return `((get_byte(${key}, 0) << 8) | get_byte(${key}, 1))`;
+}
+
+/** A key's part stored in its pack's entries. */
+export function tailOf(key: string): string {
+  return `substring(${key} FROM 3)`;
+}
+
+/** The entry of an id: its key's tail, then its number. */
+export function entryOf(key: string, no: string): string {
+  return `${tailOf(key)} || int4send(${no})`;
+}
+
+/** The number stored at the 0-based byte `offset` of `entries`. */
+function numberAt(entries: string, offset: string): string {
+  return `((get_byte(${entries}, ${offset}) << 24) | (get_byte(${entries}, ${offset} + 1) << 16)
+           | (get_byte(${entries}, ${offset} + 2) << 8) | get_byte(${entries}, ${offset} + 3))`;
+}
+
+/**
+ * The number of the key whose tail is `tail` in the pack `entries`, where `at` is
+ * `position(tail IN entries)` (null when the key has none). The first place the tail appears is
+ * its entry but for a chance of 2⁻¹¹² per byte of the pack; should it start inside another entry,
+ * the entries are compared one by one, so the answer is exact either way.
+ */
+export function packedNumber(entries: string, tail: string, at: string): string {
+  return `CASE WHEN ${at} IS NULL OR ${at} = 0 THEN NULL
+               WHEN ${at} % ${ENTRY_BYTES} = 1 THEN ${numberAt(entries, `${at} + ${TAIL_BYTES - 1}`)}
+               ELSE (SELECT ${numberAt(entries, `i * ${ENTRY_BYTES} + ${TAIL_BYTES}`)}
+                       FROM generate_series(0, length(${entries}) / ${ENTRY_BYTES} - 1) AS i
+                      WHERE substring(${entries} FROM i * ${ENTRY_BYTES} + 1 FOR ${TAIL_BYTES}) = ${tail}
+                      LIMIT 1)
+          END`;
+}
+
+/** `entries` without the entries whose tails are in `tails` (a bytea[] expression). */
+function entriesWithout(entries: string, tails: string): string {
+  return `(SELECT coalesce(string_agg(substring(${entries} FROM i * ${ENTRY_BYTES} + 1 FOR ${ENTRY_BYTES}), ''::bytea ORDER BY i), ''::bytea)
+             FROM generate_series(0, length(${entries}) / ${ENTRY_BYTES} - 1) AS i
+            WHERE substring(${entries} FROM i * ${ENTRY_BYTES} + 1 FOR ${TAIL_BYTES}) <> ALL (${tails}))`;
+}
+
+/**
+ * The numbers of the app's users among `$2` (text[]), as a CTE `nos` (column no) after the CTEs
+ * `k` (the secret) and `u` (the keys). $1 is the app id.
+ */
+const USER_NUMBERS = `u AS (SELECT DISTINCT ${idKey('k.s', 'id')} AS key FROM k, unnest($2::text[]) AS id),
+  found AS (
+    SELECT p.entries, ${tailOf('u.key')} AS tail, position(${tailOf('u.key')} IN p.entries) AS at
+      FROM u JOIN insight_id_packs p ON p.app_id = $1 AND p.kind = 'u' AND p.pack = ${packOf('u.key')}
+    OFFSET 0
+  ), nos AS (SELECT ${packedNumber('entries', 'tail', 'at')} AS no FROM found)`;
 
 // The app's secret, as a CTE `k` of one row, for statements whose $1 is the app id.
 const SECRET_CTE = `k AS (SELECT pii_secret AS s FROM apps WHERE id = $1)`;
@@ -86,8 +149,8 @@ export class InsightComputationRepository {
   }
 
   /**
-   * Erasure: takes the users out of every kept set of the app and forgets their numbers, in one
-   * transaction. Sets that hold none of them are left as they are. The day sets are bitmaps and
+   * Erasure: takes the users out of every kept set of the app and forgets their numbers (their
+   * entries leave their packs), in one transaction. Sets that hold none of them are left as they are. The day sets are bitmaps and
    * lose the users' bits in SQL; the days whose sets held one of them are the days whose
    * breakdown lists can, and only those lists are read and rewritten (member-lists.ts).
    */
@@ -109,9 +172,10 @@ export class InsightComputationRepository {
           [appId, mask.bits],
         );
         await runner.query(
-          `WITH ${SECRET_CTE}
-           DELETE FROM insight_ids WHERE app_id = $1 AND kind = 'u'
-              AND key IN (SELECT ${idKey('k.s', 'u')} FROM k, unnest($2::text[]) AS u)`,
+          `WITH ${SECRET_CTE}, u AS (SELECT DISTINCT ${idKey('k.s', 'id')} AS key FROM k, unnest($2::text[]) AS id)
+           UPDATE insight_id_packs p
+              SET entries = ${entriesWithout('p.entries', `ARRAY(SELECT ${tailOf('u.key')} FROM u WHERE ${packOf('u.key')} = p.pack)`)}
+            WHERE p.app_id = $1 AND p.kind = 'u' AND p.pack IN (SELECT ${packOf('key')} FROM u)`,
           [appId, userIds],
         );
       }
@@ -167,9 +231,8 @@ export class InsightComputationRepository {
     userIds: string[],
   ): Promise<{ numbers: Set<number>; bits: string; pad: number } | null> {
     const rows = (await runner.query(
-      `WITH ${SECRET_CTE}
-       SELECT no FROM insight_ids WHERE app_id = $1 AND kind = 'u'
-          AND key IN (SELECT ${idKey('k.s', 'u')} FROM k, unnest($2::text[]) AS u)`,
+      `WITH ${SECRET_CTE}, ${USER_NUMBERS}
+       SELECT no FROM nos WHERE no IS NOT NULL`,
       [appId, userIds],
     )) as { no: number }[];
     if (!rows.length) return null;

@@ -1,6 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { dimensionSql, dimensionsOf } from './dimensions';
-import { idKey, type InsightDay } from './insight-computation.repository';
+import {
+  entryOf,
+  idKey,
+  packedNumber,
+  packOf,
+  tailOf,
+  type InsightDay,
+} from './insight-computation.repository';
 import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 import { MemberList, varbitArray } from './member-bitmaps';
 import { byteaArray, encodeMembers } from './member-lists';
@@ -46,11 +53,12 @@ export interface BreakdownDayRow {
 
 /**
  * The events of the day with the dense numbers of their user and session, in CTE `evn` (columns
- * m, fv, d0…dN, fvn: fv as numeric, and uno, sno: the numbers as text, each converted once). On the way, the day's ids not numbered yet get the app's next
- * numbers (in the order of their keys, users and sessions each from their counter). Each id of
- * the day is hashed once and looked up once; the events then join the day's ids by the id itself.
- * The new ids are joined only with their counters (two rows at most), so that no estimate of how
- * many are new can make that step quadratic.
+ * m, fv, d0…dN, fvn: fv as numeric, and uno, sno: the numbers as text, each converted once). On
+ * the way, the day's ids not numbered yet get the app's next numbers (in the order of their keys,
+ * users and sessions each from their counter), appended to their packs. Each id of the day is
+ * hashed once and looked up once, in its one pack; the events then join the day's ids by the id
+ * itself. The new ids are joined only with their counters (two rows at most), so that no estimate
+ * of how many are new can make that step quadratic.
  */
 function numberedEventsSql(dims: string[]): string {
   const cols = dims.map((expr, i) => `${expr} AS d${i}`).join(', ');
@@ -58,14 +66,17 @@ function numberedEventsSql(dims: string[]): string {
   ev AS MATERIALIZED (
     SELECT e.${c.isTestMode} AS m, e.${c.floatValue} AS fv, e.${c.anonymousUserId} AS uid, e.${c.sessionId} AS sid, ${cols}
       FROM events e WHERE e.${c.appId} = $1 AND e.${c.timestamp} >= $3 AND e.${c.timestamp} < $4
-  ), ids AS MATERIALIZED (
-    SELECT x.kind, x.id, x.key, i.no
+  ), found AS (
+    SELECT x.kind, x.id, x.key, p.entries, ${tailOf('x.key')} AS tail, position(${tailOf('x.key')} IN p.entries) AS at
       FROM (SELECT 'u'::"char" AS kind, uid AS id, ${idKey('k.s', 'uid')} AS key
               FROM (SELECT DISTINCT uid FROM ev WHERE uid IS NOT NULL) d CROSS JOIN k
             UNION ALL
             SELECT 's'::"char", sid, ${idKey('k.s', 'sid')}
               FROM (SELECT DISTINCT sid FROM ev WHERE sid IS NOT NULL) d CROSS JOIN k) x
-      LEFT JOIN insight_ids i ON i.app_id = $1 AND i.kind = x.kind AND i.key = x.key
+      LEFT JOIN insight_id_packs p ON p.app_id = $1 AND p.kind = x.kind AND p.pack = ${packOf('x.key')}
+    OFFSET 0
+  ), ids AS MATERIALIZED (
+    SELECT kind, id, key, ${packedNumber('entries', 'tail', 'at')} AS no FROM found
   ), todo AS MATERIALIZED (
     SELECT kind, id, key, (dense_rank() OVER (PARTITION BY kind ORDER BY key))::int - 1 AS r FROM ids WHERE no IS NULL
   ), n AS (SELECT kind, max(r) + 1 AS n FROM todo GROUP BY kind),
@@ -76,7 +87,11 @@ function numberedEventsSql(dims: string[]): string {
   ), numbered AS MATERIALIZED (
     SELECT t.kind, t.id, t.key, c.next_no - n.n + t.r AS no FROM todo t JOIN n USING (kind) JOIN counter c USING (kind)
   ), fresh AS (
-    INSERT INTO insight_ids (app_id, kind, key, no) SELECT DISTINCT $1::uuid, kind, key, no FROM numbered
+    INSERT INTO insight_id_packs AS p (app_id, kind, pack, entries)
+    SELECT $1::uuid, kind, ${packOf('key')}, string_agg(${entryOf('key', 'no')}, ''::bytea ORDER BY no)
+      FROM (SELECT DISTINCT kind, key, no FROM numbered) n
+     GROUP BY kind, ${packOf('key')}
+    ON CONFLICT (app_id, kind, pack) DO UPDATE SET entries = p.entries || EXCLUDED.entries
   ), nos AS MATERIALIZED (
     SELECT kind, id, no FROM ids WHERE no IS NOT NULL UNION ALL SELECT kind, id, no FROM numbered
   ), evn AS (
