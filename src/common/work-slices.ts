@@ -2,11 +2,14 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 
 /**
  * The most of the server's thread that one step of a request's CPU work holds before other
- * requests get a turn. 5 ms: the 50 ms bound on any stop (decisions §13.7) with room for the
- * turns of several requests in between, and few enough yields that their cost (a turn of the
- * event loop each, a few microseconds) stays well under 1 % of the work.
+ * requests get a turn. Another app's request takes several steps of its own (its body, its
+ * check, each statement's answer), and each waits out the slice running when it is ready, so
+ * the slice is paid several times per request: 1 ms keeps that within a few milliseconds, where
+ * 5 ms slices doubled a steady victim's p99 beside a key sending 1,000-event batches. A yield
+ * costs a turn of the event loop, a few microseconds: no change showed in ingest's CPU per
+ * event (docs/performance.md, "Slices of 1 ms").
  */
-export const SLICE_MS = 5;
+export const SLICE_MS = 1;
 
 /**
  * Work done in slices of at most `sliceMs` of the thread, with other requests' turns between
