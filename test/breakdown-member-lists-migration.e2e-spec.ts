@@ -1,24 +1,11 @@
 // The migration that turns the breakdowns' user and session bitmaps into compact lists keeps
 // every kept row's members, and its `down` gives the same bitmaps back.
-import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '@migrations/index';
 import { BreakdownMemberLists1764500000000 } from '@migrations/1764500000000-breakdown-member-lists';
-import { createDataSource } from '@app/database/data-source';
 import { decodeMembers } from '@app/insights/member-lists';
-import { otherDatabase, recreateDatabase } from './support/databases';
+import { migrationStep, useMigrationDatabase } from './support/databases';
 
 const APP = '0190a8d2-0000-7000-8000-0000000000aa';
-
-async function step(
-  db: DataSource,
-  run: (runner: ReturnType<DataSource['createQueryRunner']>) => Promise<void>,
-) {
-  const runner = db.createQueryRunner();
-  await runner.startTransaction();
-  await run(runner);
-  await runner.commitTransaction();
-  await runner.release();
-}
 
 /**
  * A bitmap as the service wrote them, in PostgreSQL's text form: whole bytes up to the largest
@@ -30,18 +17,12 @@ const bits = (members: number[]) =>
   ).join('');
 
 describe('migration: breakdown sets as compact lists', () => {
-  const db = createDataSource({ url: otherDatabase('tally_member_lists'), poolSize: 2 });
+  const db = useMigrationDatabase('tally_member_lists');
   const at = MIGRATIONS.indexOf(BreakdownMemberLists1764500000000);
-
-  beforeAll(async () => {
-    await recreateDatabase('tally_member_lists');
-    await db.initialize();
-  });
-  afterAll(() => db.destroy());
 
   it('converts every kept row, on every day and app, and back', async () => {
     expect(at).toBeGreaterThan(0);
-    for (const Migration of MIGRATIONS.slice(0, at)) await step(db, (r) => new Migration().up(r));
+    for (const Migration of MIGRATIONS.slice(0, at)) await migrationStep(db, (r) => new Migration().up(r));
     const rows = [
       // In the key's order ("C" collation): 'Web' before 'iOS'.
       { day: '2025-01-01', value: 'Web', users: [], sessions: [] },
@@ -61,7 +42,7 @@ describe('migration: breakdown sets as compact lists', () => {
          FROM insight_breakdowns ORDER BY day, value`,
     )) as { day: string; value: string; users: string; sessions: string }[];
 
-    await step(db, (r) => new BreakdownMemberLists1764500000000().up(r));
+    await migrationStep(db, (r) => new BreakdownMemberLists1764500000000().up(r));
     const lists = (await db.query(
       `SELECT day::text AS day, value, users, sessions FROM insight_breakdowns ORDER BY day, value`,
     )) as { day: string; value: string; users: Buffer; sessions: Buffer }[];
@@ -74,7 +55,7 @@ describe('migration: breakdown sets as compact lists', () => {
     )) as { s: string }[];
     expect(storage.s).toBe('sessions=e,users=e');
 
-    await step(db, (r) => new BreakdownMemberLists1764500000000().down(r));
+    await migrationStep(db, (r) => new BreakdownMemberLists1764500000000().down(r));
     const after = (await db.query(
       `SELECT day::text AS day, value, users::text AS users, sessions::text AS sessions
          FROM insight_breakdowns ORDER BY day, value`,

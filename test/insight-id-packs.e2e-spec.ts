@@ -1,25 +1,12 @@
 // The dense numbers of insights in packs: the migration moves every numbered id into its pack and
 // its `down` gives the same rows back; a lookup finds a number wherever its key's tail appears
 // first in the pack, and stays exact when that place is inside another entry.
-import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '@migrations/index';
 import { InsightIdPacks1764600000000 } from '@migrations/1764600000000-insight-id-packs';
-import { createDataSource } from '@app/database/data-source';
 import { packedNumber, packOf, tailOf } from '@app/insights/insight-computation.repository';
-import { otherDatabase, recreateDatabase } from './support/databases';
+import { migrationStep, useMigrationDatabase } from './support/databases';
 
 const APP = '0190a8d2-0000-7000-8000-0000000000ab';
-
-async function step(
-  db: DataSource,
-  run: (runner: ReturnType<DataSource['createQueryRunner']>) => Promise<void>,
-) {
-  const runner = db.createQueryRunner();
-  await runner.startTransaction();
-  await run(runner);
-  await runner.commitTransaction();
-  await runner.release();
-}
 
 const key = (hex: string) => Buffer.from(hex.padEnd(32, '0'), 'hex');
 const entry = (k: Buffer, no: number) => {
@@ -29,18 +16,12 @@ const entry = (k: Buffer, no: number) => {
 };
 
 describe('insight id packs', () => {
-  const db = createDataSource({ url: otherDatabase('tally_id_packs'), poolSize: 2 });
+  const db = useMigrationDatabase('tally_id_packs');
   const at = MIGRATIONS.indexOf(InsightIdPacks1764600000000);
-
-  beforeAll(async () => {
-    await recreateDatabase('tally_id_packs');
-    await db.initialize();
-  });
-  afterAll(() => db.destroy());
 
   it('the migration packs every id by its key and unpacks it again', async () => {
     expect(at).toBeGreaterThan(0);
-    for (const Migration of MIGRATIONS.slice(0, at)) await step(db, (r) => new Migration().up(r));
+    for (const Migration of MIGRATIONS.slice(0, at)) await migrationStep(db, (r) => new Migration().up(r));
     const ids = [
       { kind: 'u', key: key('00aa11'), no: 0 },
       { kind: 'u', key: key('00aa22'), no: 1 },
@@ -58,7 +39,7 @@ describe('insight id packs', () => {
     }
     const before = await db.query(`SELECT kind, key, no FROM insight_ids ORDER BY kind, key`);
 
-    await step(db, (r) => new InsightIdPacks1764600000000().up(r));
+    await migrationStep(db, (r) => new InsightIdPacks1764600000000().up(r));
     const packs = (await db.query(
       `SELECT kind, pack, entries FROM insight_id_packs WHERE app_id = $1 ORDER BY kind, pack`,
       [APP],
@@ -75,9 +56,9 @@ describe('insight id packs', () => {
     expect(storage.s).toBe('m');
     expect(await db.query(`SELECT to_regclass('insight_ids') IS NULL AS gone`)).toEqual([{ gone: true }]);
 
-    await step(db, (r) => new InsightIdPacks1764600000000().down(r));
+    await migrationStep(db, (r) => new InsightIdPacks1764600000000().down(r));
     expect(await db.query(`SELECT kind, key, no FROM insight_ids ORDER BY kind, key`)).toEqual(before);
-    await step(db, (r) => new InsightIdPacks1764600000000().up(r));
+    await migrationStep(db, (r) => new InsightIdPacks1764600000000().up(r));
   });
 
   it("a lookup reads the number of the key's entry, also past a match inside another entry", async () => {

@@ -1,4 +1,6 @@
 import { Client } from 'pg';
+import type { DataSource, QueryRunner } from 'typeorm';
+import { createDataSource } from '@app/database/data-source';
 import { userKey } from '@app/common/user-keys';
 import { testDatabaseUrl } from './test-app';
 
@@ -19,6 +21,32 @@ export async function recreateDatabase(name: string): Promise<void> {
   } finally {
     await admin.end();
   }
+}
+
+/**
+ * A data source on database `name`, made empty before the suite and closed after it: for tests
+ * that run migrations one by one.
+ */
+export function useMigrationDatabase(name: string): DataSource {
+  const db = createDataSource({ url: otherDatabase(name), poolSize: 2 });
+  beforeAll(async () => {
+    await recreateDatabase(name);
+    await db.initialize();
+  });
+  afterAll(() => db.destroy());
+  return db;
+}
+
+/** One migration's `up` or `down`, in a transaction of its own, as the migrator runs it. */
+export async function migrationStep(
+  db: DataSource,
+  run: (runner: QueryRunner) => Promise<void>,
+): Promise<void> {
+  const runner = db.createQueryRunner();
+  await runner.startTransaction();
+  await run(runner);
+  await runner.commitTransaction();
+  await runner.release();
 }
 
 /**
