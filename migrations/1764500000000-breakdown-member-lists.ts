@@ -121,11 +121,29 @@ async function convert(
   }
 }
 
+/**
+ * The lists out of line without compression. Citus refuses `SET STORAGE` on a distributed table,
+ * and its shards cannot be altered from inside this transaction (the command would wait for the
+ * locks the transaction holds on them), so there only the coordinator's table is set here, and
+ * the shards by the migration that follows (1764700000000-citus-shard-list-storage).
+ */
+async function setListStorage(q: QueryRunner, citus: boolean): Promise<void> {
+  const alter = `ALTER TABLE insight_breakdowns ALTER COLUMN users SET STORAGE EXTERNAL, ALTER COLUMN sessions SET STORAGE EXTERNAL`;
+  if (!citus) {
+    await q.query(alter);
+    return;
+  }
+  await q.query(`SET LOCAL citus.enable_ddl_propagation TO off`);
+  await q.query(alter);
+  await q.query(`SET LOCAL citus.enable_ddl_propagation TO on`);
+}
+
 export class BreakdownMemberLists1764500000000 implements MigrationInterface {
   name = 'BreakdownMemberLists1764500000000';
 
   async up(q: QueryRunner): Promise<void> {
-    if (await hasCitus(q)) await sequentialCitusTransaction(q);
+    const citus = await hasCitus(q);
+    if (citus) await sequentialCitusTransaction(q);
     await q.query(`ALTER TABLE insight_breakdowns ADD COLUMN user_list bytea, ADD COLUMN session_list bytea`);
     await convert(
       q,
@@ -140,9 +158,7 @@ export class BreakdownMemberLists1764500000000 implements MigrationInterface {
     await q.query(
       `ALTER TABLE insight_breakdowns ALTER COLUMN users SET NOT NULL, ALTER COLUMN sessions SET NOT NULL`,
     );
-    await q.query(
-      `ALTER TABLE insight_breakdowns ALTER COLUMN users SET STORAGE EXTERNAL, ALTER COLUMN sessions SET STORAGE EXTERNAL`,
-    );
+    await setListStorage(q, citus);
   }
 
   async down(q: QueryRunner): Promise<void> {

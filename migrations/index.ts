@@ -20,6 +20,7 @@ import { Insights1764300000000 } from './1764300000000-insights';
 import { QuarantineLeanIndex1764400000000 } from './1764400000000-quarantine-lean-index';
 import { BreakdownMemberLists1764500000000 } from './1764500000000-breakdown-member-lists';
 import { InsightIdPacks1764600000000 } from './1764600000000-insight-id-packs';
+import { CitusShardListStorage1764700000000 } from './1764700000000-citus-shard-list-storage';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -46,4 +47,5 @@ export const MIGRATIONS = [
   QuarantineLeanIndex1764400000000,
   BreakdownMemberLists1764500000000,
   InsightIdPacks1764600000000,
+  CitusShardListStorage1764700000000,
 ];

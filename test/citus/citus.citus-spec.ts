@@ -182,6 +182,23 @@ describe('distribution', () => {
       expect(p).toMatchObject({ type: 'distributed', colocation: events.colocation });
   });
 
+  it("stores the insights' lists and id packs on every shard as on a single node", async () => {
+    const storage = async (table: string, columns: string) =>
+      (
+        await sql<{ result: string }>(`SELECT result FROM run_command_on_shards($1, $2)`, [
+          table,
+          `SELECT string_agg(attname || '=' || attstorage::text, ',' ORDER BY attname) FROM pg_attribute
+              WHERE attrelid = '%s'::regclass AND attname IN (${columns})`,
+        ])
+      ).map((r) => r.result);
+    const lists = await storage('insight_breakdowns', `'users', 'sessions'`);
+    expect(lists.length).toBeGreaterThan(0);
+    expect(new Set(lists)).toEqual(new Set(['sessions=e,users=e']));
+    const packs = await storage('insight_id_packs', `'entries'`);
+    expect(packs.length).toBeGreaterThan(0);
+    expect(new Set(packs)).toEqual(new Set(['entries=m']));
+  });
+
   it('keeps the audit log append-only on the coordinator', async () => {
     await makeTenant(app.app);
     await expect(sql(`DELETE FROM audit_log WHERE id = (SELECT max(id) FROM audit_log)`)).rejects.toThrow(
