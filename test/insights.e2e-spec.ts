@@ -267,13 +267,14 @@ describe('insights: active users and breakdowns', () => {
         rows: comparable(await bruteBreakdown('locale', day, day, 50)),
       });
     }
-    // One value a day and the rest folded: every day has its own other row, counted apart.
+    // One value a day and the rest folded: every whole day has its own other row, counted apart.
+    // Today may hold no event yet (just after midnight in the app's zone): it is only compared.
     const perDayOther = await breakdown(
       `by=appVersion&fromDate=${fromDate}&toDate=${today}&interval=day&limit=1`,
     );
     for (let day = fromDate; day <= today; day = addDays(day, 1)) {
       const rows = perDayOther.filter((r) => r.date === day).map(({ date: _d, ...r }) => r);
-      expect(rows.filter((r) => r.other)).toHaveLength(1);
+      if (day < today) expect({ day, other: rows.filter((r) => r.other).length }).toEqual({ day, other: 1 });
       expect({ day, rows: comparable(rows) }).toEqual({
         day,
         rows: comparable(await bruteBreakdown('app_version', day, day, 1)),
