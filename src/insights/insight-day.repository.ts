@@ -130,6 +130,24 @@ function groupsSql(dimCount: number): string {
 }
 
 /**
+ * Runs `statement` in the caller's transaction with nested loops off, then puts them back.
+ *
+ * The day's statement joins the day's events to their ids' numbers, and the ids to their packs.
+ * Planned from statistics, those are hash joins. A partition filled faster than autovacuum
+ * analyzes it (a restore, a bulk load, a burst) has none: its events are then estimated at a row
+ * or two, and the joins become nested loops, quadratic in the day's events (a day of 111,111
+ * events ran for more than 12 minutes, holding the computation lock, instead of about 3 s). With
+ * nested loops off, the joins are hashed whatever the estimates; a join that has no other way
+ * (the one-row secret) still loops.
+ */
+export async function withoutNestedLoops<T>(runner: Sql, statement: () => Promise<T>): Promise<T> {
+  await runner.query(`SET LOCAL enable_nestloop = off`);
+  const result = await statement();
+  await runner.query(`SET LOCAL enable_nestloop TO DEFAULT`);
+  return result;
+}
+
+/**
  * The per-day statements of insights: one reads the day (numbering new ids on the way) into its
  * user sets and breakdown rows with their members listed; the process builds the user sets'
  * bitmaps (member-bitmaps.ts) and the breakdowns' compact lists (member-lists.ts); two more write
@@ -151,6 +169,20 @@ export class InsightDayRepository {
     declared: readonly string[],
     maxValues: number,
   ): Promise<(DayUsersRow | BreakdownDayRow)[]> {
+    const { text, params } = this.daySql(appId, day, declared, maxValues);
+    return withoutNestedLoops(
+      runner,
+      async () => (await runner.query(text, params)) as (DayUsersRow | BreakdownDayRow)[],
+    );
+  }
+
+  /** The statement of `load` and its parameters. */
+  daySql(
+    appId: string,
+    day: InsightDay,
+    declared: readonly string[],
+    maxValues: number,
+  ): { text: string; params: unknown[] } {
     const names = dimensionsOf(declared);
     const params: unknown[] = [appId, day.day, new Date(day.start), new Date(day.end), maxValues, names];
     let keyIndex = 0;
@@ -164,8 +196,8 @@ export class InsightDayRepository {
     const nameDim = names.indexOf('eventName');
     if (nameDim < 0) throw new Error('insights: the dimensions lack eventName');
     const rollups = day.rezone ? 'rollups_rezone' : 'rollups';
-    return (await runner.query(
-      `WITH ${numberedEventsSql(dims)}, ${groupsSql(dims.length)}
+    return {
+      text: `WITH ${numberedEventsSql(dims)}, ${groupsSql(dims.length)}
        SELECT 'u' AS set, m, NULL::text AS dimension, NULL::int AS kind, value, NULL::text AS events,
               NULL::text AS fv_count, NULL::text AS fv_sum, NULL::text AS fv_min, NULL::text AS fv_max,
               us AS users, NULL::text AS sessions
@@ -185,7 +217,7 @@ export class InsightDayRepository {
               fv_min::text, fv_max::text, us, ss
          FROM b`,
       params,
-    )) as (DayUsersRow | BreakdownDayRow)[];
+    };
   }
 
   /**
