@@ -397,6 +397,13 @@ export const SETTINGS = {
     default: 1_000,
     doc: 'Distinct values that breakdowns keep per app, local day and dimension; the rest of the day is folded into the `other` row (docs/reads.md, "Breakdowns"). Bounds what one key can make the server store.',
   }),
+  insightIdsCompactPercent: setting({
+    env: 'INSIGHT_IDS_COMPACT_PERCENT',
+    group: 'jobs',
+    parse: int(0, 10_000),
+    default: 175,
+    doc: 'After a rollup run, the table of insight id packs is rewritten (`VACUUM FULL`, with the computation lock held) once it takes more than this percentage of what its rows hold, and at least 8 MB more; 0 never rewrites it (docs/operations.md, "Insight id packs").',
+  }),
   eventRetentionDays: setting({
     env: 'EVENT_RETENTION_DAYS',
     group: 'jobs',

@@ -34,6 +34,18 @@ export function idKey(secret: string, id: string): string {
 const ENTRY_BYTES = 18;
 const TAIL_BYTES = 14;
 
+/** Packs per kind: a pack is a key's first two bytes. */
+const PACKS = 65_536;
+
+/**
+ * Heap bytes of a pack row beside its entries: the tuple header and line pointer, app_id, kind,
+ * pack and the entries' length word, aligned.
+ */
+const PACK_ROW_BYTES = 56;
+
+/** The least space worth rewriting the packs' table for. */
+const COMPACT_SLACK_BYTES = 8 * 1_048_576;
+
 /** The pack of a key expression. */
 export function packOf(key: string): string {
   return `((get_byte(${key}, 0) << 8) | get_byte(${key}, 1))`;
@@ -120,6 +132,44 @@ export class InsightComputationRepository {
     await runner.query(`SET LOCAL work_mem = '${WORK_MEM}'`);
     // Floats leave the day's statement as text and come back in the next: shortest exact digits.
     await runner.query(`SET LOCAL extra_float_digits = 3`);
+  }
+
+  /**
+   * Rewrites the table of id packs (`VACUUM FULL`) when it takes more than `percent` % of what
+   * its rows hold, and `slackBytes` more; `percent` 0 never does. What the rows hold is reckoned
+   * from the counters, every number ever given as one entry (erased ones too, so never less
+   * than the truth). A pack is rewritten each time its ids grow: computing months of history in
+   * one run leaves about as much free space in the table as its rows hold, which vacuum makes
+   * reusable but never returns. Only the rollup computation reads or writes the packs, under
+   * the lock the caller holds, so the table's exclusive lock stops nothing else; one held
+   * elsewhere (a dump) is waited for 5 s at most. Runs outside a transaction. Gives the sizes
+   * before and after, or null when the table was left as it is. On Citus the coordinator's table
+   * is empty (the rows are in its shards), so it is always left to autovacuum.
+   */
+  async compactIdPacks(
+    runner: Sql,
+    percent: number,
+    slackBytes = COMPACT_SLACK_BYTES,
+  ): Promise<{ before: number; after: number } | null> {
+    if (percent <= 0) return null;
+    const [sizes] = (await runner.query(
+      `SELECT pg_total_relation_size('insight_id_packs')::float8 AS table_bytes,
+              pg_relation_size('insight_id_packs')::float8 AS heap,
+              (SELECT coalesce(sum(next_no::float8 * ${ENTRY_BYTES} + least(next_no, ${PACKS})::float8 * ${PACK_ROW_BYTES}), 0)
+                 FROM insight_counters)::float8 AS content`,
+    )) as { table_bytes: number; heap: number; content: number }[];
+    if (sizes.heap <= (sizes.content * percent) / 100 || sizes.heap - sizes.content <= slackBytes)
+      return null;
+    await runner.query(`SET lock_timeout = '5s'`);
+    try {
+      await runner.query(`VACUUM (FULL) insight_id_packs`);
+    } finally {
+      await runner.query(`RESET lock_timeout`);
+    }
+    const [after] = (await runner.query(
+      `SELECT pg_total_relation_size('insight_id_packs')::float8 AS table_bytes`,
+    )) as { table_bytes: number }[];
+    return { before: sizes.table_bytes, after: after.table_bytes };
   }
 
   /** The payload keys the app declared as dimensions. */

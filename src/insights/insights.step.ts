@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import type { QueryRunner } from 'typeorm';
 import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import type { LocalDayTarget } from '@app/rollups/rollup-computation.repository';
@@ -14,11 +14,14 @@ import { type BreakdownDayRow, type DayUsersRow, InsightDayRepository } from './
  */
 @Injectable()
 export class InsightsStep implements RollupDayStep, OnModuleInit {
+  private readonly logger = new Logger(InsightsStep.name);
+
   constructor(
     private readonly computation: InsightComputationRepository,
     private readonly days: InsightDayRepository,
     private readonly steps: RollupSteps,
-    @Inject(APP_CONFIG) private readonly config: ConfigSlice<'breakdownMaxValues'>,
+    @Inject(APP_CONFIG)
+    private readonly config: ConfigSlice<'breakdownMaxValues' | 'insightIdsCompactPercent'>,
   ) {}
 
   onModuleInit(): void {
@@ -61,5 +64,14 @@ export class InsightsStep implements RollupDayStep, OnModuleInit {
 
   forgetUsers(runner: QueryRunner, appId: string, userIds: string[]): Promise<void> {
     return this.computation.forgetUsers(runner, appId, userIds);
+  }
+
+  /** Gives back the space the id packs' growth left behind, past INSIGHT_IDS_COMPACT_PERCENT. */
+  async afterDays(runner: QueryRunner): Promise<void> {
+    const sizes = await this.computation.compactIdPacks(runner, this.config.insightIdsCompactPercent);
+    if (sizes) {
+      const mb = (bytes: number) => (bytes / 1_048_576).toFixed(1);
+      this.logger.log(`compacted the insight id packs from ${mb(sizes.before)} MB to ${mb(sizes.after)} MB`);
+    }
   }
 }

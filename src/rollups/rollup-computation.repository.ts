@@ -94,6 +94,11 @@ export class RollupComputationRepository {
     for (const step of this.steps.list()) await step.forgetUsers(runner, appId, userIds);
   }
 
+  /** Runs every registered step's upkeep after a computation's days, under the lock `runner` holds. */
+  async afterDays(runner: QueryRunner): Promise<void> {
+    for (const step of this.steps.list()) await step.afterDays?.(runner);
+  }
+
   /** Seconds since the oldest mark still waiting for a recomputation; 0 when none waits. */
   async pendingLagSeconds(runner: QueryRunner): Promise<number> {
     const [row] = (await runner.query(

@@ -37,6 +37,12 @@ export interface RollupDayStep {
    * with the computation lock held; idempotent.
    */
   forgetUsers(runner: QueryRunner, appId: string, userIds: string[]): Promise<void>;
+  /**
+   * After a computation has recomputed one day or more, with the computation lock still held
+   * and no transaction open: upkeep of the step's own tables (insights compacts its id packs).
+   * A failure is logged and the run's result stands.
+   */
+  afterDays?(runner: QueryRunner): Promise<void>;
 }
 
 /** The registered day steps, in registration order. */

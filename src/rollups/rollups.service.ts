@@ -297,7 +297,15 @@ export class RollupsService implements BeforeApplicationShutdown {
       );
       done++;
     }
-    if (done) this.logger.log(`recomputed ${done} app-days, ${rows} rollup rows`);
+    if (done) {
+      this.logger.log(`recomputed ${done} app-days, ${rows} rollup rows`);
+      // Upkeep of what the steps keep; the days are committed whatever it does.
+      await this.computation.afterDays(runner).catch((err: unknown) => {
+        this.logger.warn(
+          `upkeep after the computation failed: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      });
+    }
     return { status: 'computed', days: done, rows, abandoned: done < items.length };
   }
 }
