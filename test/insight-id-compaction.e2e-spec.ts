@@ -1,7 +1,8 @@
 // The insight id packs are compacted after a computation once their table has grown well past
 // what its rows hold: the rewrite keeps every entry, so the next computation finds every id
 // numbered and the answers do not move. The computation runs the upkeep with its lock held and no
-// transaction open, and a failing upkeep leaves the computed days as they are.
+// transaction open (but not for an erasure, which is on the clock), and a failing upkeep leaves
+// the computed days as they are.
 import request from 'supertest';
 import type { QueryRunner } from 'typeorm';
 import { AppsService } from '@app/auth/apps.service';
@@ -114,6 +115,19 @@ describe('insight id packs: compaction after a computation', () => {
       const result = await t.app.get(RollupsService).compute({ appId });
       expect(result.days).toBeGreaterThan(0);
       expect(seen).toEqual([{ inTransaction: false, locks: 1 }]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it("an erasure's recomputation leaves the upkeep to the next run", async () => {
+    const step = t.app.get(InsightsStep);
+    const spy = jest.spyOn(step, 'afterDays');
+    try {
+      const day = new Date(now - DAY).toISOString().slice(0, 10);
+      const result = await t.app.get(RollupsService).recomputeAfterRemoval(appId, [day]);
+      expect(result.days).toBeGreaterThan(0);
+      expect(spy).not.toHaveBeenCalled();
     } finally {
       spy.mockRestore();
     }

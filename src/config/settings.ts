@@ -401,7 +401,7 @@ export const SETTINGS = {
     env: 'INSIGHT_IDS_COMPACT_PERCENT',
     group: 'jobs',
     parse: int(0, 10_000),
-    default: 175,
+    default: 160,
     doc: 'After a rollup run, the table of insight id packs is rewritten (`VACUUM FULL`, with the computation lock held) once it takes more than this percentage of what its rows hold, and at least 8 MB more; 0 never rewrites it (docs/operations.md, "Insight id packs").',
   }),
   eventRetentionDays: setting({

@@ -234,7 +234,8 @@ export class RollupsService implements BeforeApplicationShutdown {
         utcDays.map((day) => ({ appId, day })),
         {},
       );
-      return this.recompute(runner, await this.rezone.plan(runner, [], days), { prune: true });
+      // An erasure is on the clock (done within a minute): the steps' upkeep waits for the next run.
+      return this.recompute(runner, await this.rezone.plan(runner, [], days), { prune: true, upkeep: false });
     }, lockWaitMs);
     if (!result.locked) {
       throw new AppError('service_unavailable', 'Another rollup computation is still running.');
@@ -282,7 +283,7 @@ export class RollupsService implements BeforeApplicationShutdown {
   private async recompute(
     runner: QueryRunner,
     items: RecomputeItem[],
-    options: { prune?: boolean } = {},
+    options: { prune?: boolean; upkeep?: boolean } = {},
   ): Promise<RunResult> {
     let rows = 0;
     let done = 0;
@@ -297,8 +298,8 @@ export class RollupsService implements BeforeApplicationShutdown {
       );
       done++;
     }
-    if (done) {
-      this.logger.log(`recomputed ${done} app-days, ${rows} rollup rows`);
+    if (done) this.logger.log(`recomputed ${done} app-days, ${rows} rollup rows`);
+    if (done && options.upkeep !== false) {
       // Upkeep of what the steps keep; the days are committed whatever it does.
       await this.computation.afterDays(runner).catch((err: unknown) => {
         this.logger.warn(
