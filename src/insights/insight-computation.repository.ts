@@ -140,8 +140,8 @@ export class InsightComputationRepository {
    * from the counters, every number ever given as one entry (erased ones too, so never less
    * than the truth). A pack is rewritten each time its ids grow: computing months of history in
    * one run leaves about as much free space in the table as its rows hold, which vacuum makes
-   * reusable but never returns. Only the rollup computation reads or writes the packs, under
-   * the lock the caller holds, so the table's exclusive lock stops nothing else; one held
+   * reusable but never returns. Only the rollup computation and erasure read or write the packs,
+   * both under the lock the caller holds, so the table's exclusive lock stops nothing else; one held
    * elsewhere (a dump) is waited for 5 s at most. Runs outside a transaction. Gives the sizes
    * before and after, or null when the table was left as it is. On Citus the coordinator's table
    * is empty (the rows are in its shards), so it is always left to autovacuum.
