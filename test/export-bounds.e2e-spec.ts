@@ -20,7 +20,7 @@ import { EXPORT_CHUNK_BYTES } from '../src/export/export.service';
 import { PARQUET_ROW_GROUP_BYTES } from '../src/export/export-parquet';
 
 const HOUR = 3_600_000;
-const IDLE_TIMEOUT_MS = 300;
+const IDLE_TIMEOUT_MS = 2_000;
 const READ_MS_PER_SECOND = 100;
 
 /** Raw bytes of a response, for supertest. */
