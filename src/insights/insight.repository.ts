@@ -170,7 +170,10 @@ export class InsightRepository {
    */
   async storedBreakdown(appId: string, q: BreakdownQuery): Promise<BreakdownRow[]> {
     if (!Number.isSafeInteger(q.limit)) throw new Error('insights: bad limit');
-    const grp = q.perDay ? 'day::text' : 'NULL::text';
+    // The bucket of a row: its day (a date, so that the lists' join below finds each kept row by
+    // its key), or one empty string for the whole range. Not NULL: that join matches buckets by
+    // equality; with IS NOT DISTINCT FROM it rescanned the answer rows for each kept row.
+    const grp = q.perDay ? 'day' : "''::text";
     return this.read.run((db) =>
       withDriverTransaction(db, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', async (client) => {
         // Literals, escaped by the driver: the COPY takes no parameters, and both statements
@@ -199,7 +202,7 @@ export class InsightRepository {
      )`;
         const { rows } = await client.query<RawBreakdownRow>(
           `${ctes}
-         SELECT grp AS date, k AS kind, v AS value, events::text AS events, fv_count::text AS fv_count,
+         SELECT ${q.perDay ? 'grp::text' : 'NULL::text'} AS date, k AS kind, v AS value, events::text AS events, fv_count::text AS fv_count,
                 ${saturatedDouble('fv_sum')} AS fv_sum, fv_min, fv_max, '0' AS users, '0' AS sessions
            FROM answer ORDER BY i`,
         );
@@ -207,12 +210,16 @@ export class InsightRepository {
         await countLists(
           answer,
           client.query(
-            copyTo(`COPY (${ctes}
-            SELECT f.i, b.users, b.sessions
+            // The answer row of each kept key (bucket, kind, value) is found first, in CTE tagged;
+            // the kept rows' lists are then joined to those keys alone.
+            copyTo(`COPY (${ctes}, tagged AS MATERIALIZED (
+              SELECT a.grp, a.kind, a.value, f.i
+                FROM assigned a JOIN answer f ON f.grp = a.grp AND f.k = a.k AND f.v = a.v
+            )
+            SELECT t.i, b.users, b.sessions
               FROM (SELECT ${grp} AS grp, kind, value, users, sessions ${kept}) b
-              JOIN assigned a ON a.grp IS NOT DISTINCT FROM b.grp AND a.kind = b.kind AND a.value = b.value
-              JOIN answer f ON f.grp IS NOT DISTINCT FROM a.grp AND f.k = a.k AND f.v = a.v
-             ORDER BY f.i) TO STDOUT (FORMAT binary)`),
+              JOIN tagged t ON t.grp = b.grp AND t.kind = b.kind AND t.value = b.value
+             ORDER BY t.i) TO STDOUT (FORMAT binary)`),
           ),
         );
         return answer;
