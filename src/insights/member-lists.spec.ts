@@ -43,6 +43,27 @@ describe('member lists', () => {
     expect(union.count).toBe(4);
   });
 
+  it('counts random lists of one to five bytes a gap exactly, growing its bitmap within a list', () => {
+    let seed = 11;
+    const next = (bound: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % bound;
+    };
+    const union = new MemberUnion();
+    for (let row = 0; row < 3; row++) {
+      const seen = new Set<number>();
+      // Ranges that widen from list to list: each later list runs past the bitmap so far.
+      for (let l = 1; l <= 12; l++) {
+        const bound = l * 400_000 + (l % 3 === 0 ? 2 ** 28 : 0);
+        const members = Array.from({ length: 300 + next(700) }, () => next(bound));
+        for (const no of members) seen.add(no);
+        union.add(list(members));
+      }
+      expect(union.count).toBe(seen.size);
+      union.reset();
+    }
+  });
+
   it('drops the removed members, and gives null when the list holds none of them', () => {
     const before = list([2, 40, 41, 9000]);
     expect(decodeMembers(withoutMembers(before, new Set([41, 9000, 12]))!)).toEqual([2, 40]);

@@ -116,42 +116,68 @@ export class MemberUnion {
   private high = -1;
   private counted = 0;
 
-  /** Marks the members of `list` (forEachMember's loop, written out: this is a read's hot loop). */
+  /**
+   * Marks the members of `list` (forEachMember's loop, written out: this is a read's hot loop,
+   * about 3.3 million members for a 30-day breakdown by a 36-value dimension of a large app).
+   * The loop has no branch that depends on the data but the varint's length: the gap is
+   * assembled by shifts (members are below 2^31), a member counts by its old bit's value, and
+   * the bitmap's bound is checked against a constant; a member past it hands the rest of the
+   * list to `addBeyond`, which grows the bitmap.
+   */
   add(list: Uint8Array): void {
     const end = list.length;
     if (!end) return;
-    let bits = this.bits;
+    // Members ascend: the list's marks run from its first member's byte to its last's.
+    const first = decodeFirst(list) >> 3;
+    if (first < this.low) this.low = first;
+    const bits = this.bits;
+    const limit = bits.length;
     let counted = 0;
     let no = -1;
     let at = 0;
     while (at < end) {
       let byte = list[at++];
-      // Most gaps fit one byte.
-      if (byte & 0x80) {
-        let gap = byte & 0x7f;
-        let scale = 0x80;
-        do {
-          byte = list[at++];
-          gap += (byte & 0x7f) * scale;
-          scale *= 0x80;
-        } while (byte & 0x80 && at < end);
-        no += gap + 1;
-      } else {
-        no += byte + 1;
+      let gap = byte & 0x7f;
+      for (let shift = 7; byte & 0x80 && at < end; shift += 7) {
+        byte = list[at++];
+        gap |= (byte & 0x7f) << shift;
       }
+      no += gap + 1;
       const index = no >> 3;
-      if (index >= bits.length) bits = this.grow(index + 1);
-      const old = bits[index];
-      const now = old | (0x80 >> (no & 7));
-      if (now !== old) {
-        bits[index] = now;
-        counted++;
+      if (index >= limit) {
+        this.counted += counted;
+        return this.addBeyond(list, at, no);
       }
+      const bit = 7 - (no & 7);
+      const old = bits[index];
+      bits[index] = old | (1 << bit);
+      counted += ((old >> bit) & 1) ^ 1;
     }
     this.counted += counted;
-    // Members ascend: the list's marks run from its first member's byte to its last's.
-    const first = decodeFirst(list) >> 3;
-    if (first < this.low) this.low = first;
+    if (no >> 3 > this.high) this.high = no >> 3;
+  }
+
+  /** `add` from member `no` on (decoded, not marked yet; the next byte at `at`), growing the bitmap. */
+  private addBeyond(list: Uint8Array, at: number, no: number): void {
+    const end = list.length;
+    let counted = 0;
+    for (;;) {
+      const index = no >> 3;
+      const bits = index < this.bits.length ? this.bits : this.grow(index + 1);
+      const bit = 7 - (no & 7);
+      const old = bits[index];
+      bits[index] = old | (1 << bit);
+      counted += ((old >> bit) & 1) ^ 1;
+      if (at >= end) break;
+      let byte = list[at++];
+      let gap = byte & 0x7f;
+      for (let shift = 7; byte & 0x80 && at < end; shift += 7) {
+        byte = list[at++];
+        gap |= (byte & 0x7f) << shift;
+      }
+      no += gap + 1;
+    }
+    this.counted += counted;
     if (no >> 3 > this.high) this.high = no >> 3;
   }
 
