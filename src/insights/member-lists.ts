@@ -66,10 +66,11 @@ function decodeFirst(list: Uint8Array): number {
   return value;
 }
 
-/** Calls `each` with every member of a compact list, in ascending order. */
-export function forEachMember(list: Uint8Array, each: (no: number) => void): void {
-  let previous = -1;
-  let at = 0;
+/**
+ * Calls `each` with every member of a compact list, in ascending order; or with those after
+ * member `previous`, whose gap starts at byte `at`.
+ */
+export function forEachMember(list: Uint8Array, each: (no: number) => void, at = 0, previous = -1): void {
   while (at < list.length) {
     let gap = 0;
     let scale = 1;
@@ -157,28 +158,19 @@ export class MemberUnion {
     if (no >> 3 > this.high) this.high = no >> 3;
   }
 
-  /** `add` from member `no` on (decoded, not marked yet; the next byte at `at`), growing the bitmap. */
+  /** `add` from member `no` on (decoded, not marked yet; the next gap at byte `at`), growing the bitmap. */
   private addBeyond(list: Uint8Array, at: number, no: number): void {
-    const end = list.length;
-    let counted = 0;
-    for (;;) {
-      const index = no >> 3;
+    const mark = (member: number) => {
+      const index = member >> 3;
       const bits = index < this.bits.length ? this.bits : this.grow(index + 1);
-      const bit = 7 - (no & 7);
+      const bit = 7 - (member & 7);
       const old = bits[index];
       bits[index] = old | (1 << bit);
-      counted += ((old >> bit) & 1) ^ 1;
-      if (at >= end) break;
-      let byte = list[at++];
-      let gap = byte & 0x7f;
-      for (let shift = 7; byte & 0x80 && at < end; shift += 7) {
-        byte = list[at++];
-        gap |= (byte & 0x7f) << shift;
-      }
-      no += gap + 1;
-    }
-    this.counted += counted;
-    if (no >> 3 > this.high) this.high = no >> 3;
+      this.counted += ((old >> bit) & 1) ^ 1;
+      if (index > this.high) this.high = index;
+    };
+    mark(no);
+    forEachMember(list, mark, at, no);
   }
 
   /** Distinct members marked since the last reset. */
