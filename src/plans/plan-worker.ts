@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { Logger } from '@nestjs/common';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { builtWorkerFile } from '@app/common/worker-file';
 import { CompiledPlan, type PlanDefinition } from './compiled-plan';
@@ -87,11 +88,21 @@ function outputLines(output: Buffer[]): Buffer[] {
   return lines;
 }
 
+/** A line of the compiler's output as JSON, or null when it is not (cut short by the process's end). */
+function parsedLine<T>(line: Buffer | undefined): T | null {
+  if (line === undefined) return null;
+  try {
+    return JSON.parse(line.toString('utf8')) as T;
+  } catch {
+    return null;
+  }
+}
+
 /** The compiler's answer from its output lines, or null if it has none. */
 function readAnswer(lines: Buffer[]): OffThreadCompilation | Error | null {
-  if (lines.length < 2) return null;
-  const checked = JSON.parse(lines[0].toString('utf8')) as CompilerAnswer;
-  const answer = JSON.parse(lines[1].toString('utf8')) as CompilerAnswer;
+  const checked = parsedLine<CompilerAnswer>(lines[0]);
+  const answer = parsedLine<CompilerAnswer>(lines[1]);
+  if (checked === null || answer === null) return null;
   if (checked.stage !== 'checked') return new Error('The plan compiler answered out of order');
   if (answer.stage === 'failed') {
     if (answer.costly) return null;
@@ -109,6 +120,28 @@ function readAnswer(lines: Buffer[]): OffThreadCompilation | Error | null {
     planJson,
     sources: answer.definitions.map(([name, i]) => ({ name, source: () => (i === null ? null : source(i)) })),
   };
+}
+
+const logger = new Logger('PlanCompiler');
+
+/**
+ * Why the compiler's process ended without an answer:
+ * - `heap`: past its heap, which V8 reports with this message before it aborts (or an exit
+ *   with nothing written);
+ * - `aborted`: ended by a signal for another reason. V8 aborts the process on its other fatal
+ *   errors (a native stack overflow, an allocation past a size V8 allows), and each of them is
+ *   what this plan costs to compile, which the server refuses as for the heap; the stderr is
+ *   logged for the operator;
+ * - `fault`: exited with an error of its own (an exception the script did not catch), a fault of
+ *   the server's, not of the plan.
+ */
+export function compilerStop(
+  code: number | null,
+  signal: NodeJS.Signals | null,
+  stderr: string,
+): 'heap' | 'aborted' | 'fault' {
+  if (code === 0 || /heap out of memory|Allocation failed/i.test(stderr)) return 'heap';
+  return signal !== null ? 'aborted' : 'fault';
 }
 
 /**
@@ -151,8 +184,7 @@ async function runCompiler(raw: unknown, sources: boolean): Promise<OffThreadCom
     let settled = false;
     const lines = () => outputLines(output);
     const costly = (limit: string): OffThreadCompilation => {
-      const written = lines();
-      const first = written.length > 0 ? (JSON.parse(written[0].toString('utf8')) as CompilerAnswer) : null;
+      const first = parsedLine<CompilerAnswer>(lines()[0]);
       const checkProblems = first?.stage === 'checked' ? first.problems : [];
       return { ok: false, problems: [...checkProblems, tooCostly(limit)] };
     };
@@ -179,11 +211,16 @@ async function runCompiler(raw: unknown, sources: boolean): Promise<OffThreadCom
       finish(() => {
         const answer = readAnswer(lines());
         if (answer !== null) return answer;
-        // No answer: past its heap (V8 ends the process with this message) or its stack.
-        if (code === 0 || /heap out of memory|Allocation failed/i.test(stderr)) {
-          return costly(`more than ${PLAN_COMPILE_HEAP_MB} MB of memory to compile`);
+        const stopped = compilerStop(code, signal, stderr);
+        if (stopped === 'fault') {
+          return new Error(`The plan compiler stopped (exit code ${code}): ${stderr.trim()}`);
         }
-        return new Error(`The plan compiler stopped (${signal ?? `exit code ${code}`}): ${stderr.trim()}`);
+        if (stopped === 'aborted') logger.warn(`The plan compiler stopped (${signal}): ${stderr.trim()}`);
+        return costly(
+          stopped === 'heap'
+            ? `more than ${PLAN_COMPILE_HEAP_MB} MB of memory to compile`
+            : 'its compiler stopped',
+        );
       }),
     );
   });
