@@ -28,6 +28,8 @@
 // bench/scenarios/one-key.mjs, the `oneKey` section), --sdk-formats (Segment and PostHog batches
 // against native ones, bench/scenarios/sdk-formats.mjs, the `sdkFormats` section), --dedup-window
 // (the dedup table at a 7- and a 30-day window, bench/scenarios/dedup-window.mjs, the `dedupWindow` section),
+// --write-copy (the service's unnest statement against claims and a binary COPY of the stored columns,
+// bench/scenarios/write-copy.mjs, the `writeCopy` section),
 // --citus (ingest on the Citus cluster of CITUS_COORDINATOR_URL against a plain PostgreSQL,
 // bench/scenarios/citus.mjs, the `citus` section),
 // --insights [--insights-events N --insights-users N --insights-days N] (only exact active users and
@@ -108,6 +110,10 @@ async function main() {
     const { dedupWindowMode } = await import('./scenarios/dedup-window.mjs');
     return dedupWindowMode(standalone);
   }
+  if (flags['write-copy']) {
+    const { writeCopyMode } = await import('./scenarios/write-copy.mjs');
+    return writeCopyMode(standalone);
+  }
   if (flags['sdk-formats']) {
     const { sdkFormatsMode } = await import('./scenarios/sdk-formats.mjs');
     return sdkFormatsMode(standalone);
@@ -180,6 +186,7 @@ const STANDALONE_SECTIONS = [
   'oneKey',
   'sdkFormats',
   'dedupWindow',
+  'writeCopy',
   'citus',
   'insights',
   'insightsRecompute',

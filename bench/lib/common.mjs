@@ -54,6 +54,8 @@ export const { values: flags } = parseArgs({
     'sdk-formats': { type: 'boolean', default: false },
     // The dedup table's size and claim cost at a 7- and a 30-day window (bench/scenarios/dedup-window.mjs).
     'dedup-window': { type: 'boolean', default: false },
+    // The service's unnest statement against claims + binary COPY (bench/scenarios/write-copy.mjs).
+    'write-copy': { type: 'boolean', default: false },
     // Victim latency under a hostile ingest key (bench/scenarios/isolation.mjs), section `isolation`.
     isolation: { type: 'boolean', default: false },
     // With --isolation: only this attacker of isolation-attackers.mjs beside the victim (a quick

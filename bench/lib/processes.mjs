@@ -94,6 +94,23 @@ export function clusterCpuSeconds(dataDir) {
   return [cluster.postmaster, ...cluster.children].reduce((total, pid) => total + cpuSecondsOf(pid), 0);
 }
 
+/**
+ * As clusterCpuSeconds, with the CPU of the processes the postmaster has started and reaped
+ * since (its cutime and cstime): backends of connections closed within the span count too.
+ */
+export function clusterCpuSecondsWithExited(dataDir) {
+  const cluster = clusterProcesses(dataDir);
+  if (!cluster) return NaN;
+  let reaped;
+  try {
+    const fields = readFileSync(`/proc/${cluster.postmaster}/stat`, 'utf8').split(') ')[1].split(' ');
+    reaped = (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
+  } catch {
+    return NaN;
+  }
+  return clusterCpuSeconds(dataDir) + reaped;
+}
+
 /** Keeps the last lines of a child's output, to explain a failure. */
 function tail(stream, lines) {
   let buffer = '';

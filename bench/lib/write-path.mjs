@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 const DEDUP_WINDOW_MS = 7 * 86_400_000;
 
 /** The shape the repository stores: what the validator hands it for a valid event. */
-function accepted(e, index, receivedAt) {
+export function accepted(e, index, receivedAt) {
   return {
     index,
     eventId: e.eventId ?? null,
