@@ -171,3 +171,13 @@ export async function startCluster() {
   const { url } = await ensure(dir, await freePort());
   return { dir, url, temporary: false };
 }
+
+/**
+ * The end of a standalone mode: stops its cluster, removes the cluster when it was temporary
+ * (--quick) and the snapshot of the build.
+ */
+export async function releaseStandalone({ dist, cluster, stopCluster }) {
+  await stopCluster(cluster.dir).catch(() => undefined);
+  if (cluster.temporary) fs.rmSync(cluster.dir, { recursive: true, force: true });
+  fs.rmSync(dist, { recursive: true, force: true });
+}

@@ -302,8 +302,8 @@ export function hottestFunctions(dir, pid, top = 25) {
 }
 
 /** Records one section of bench/results/latest.json (a `--cli` or `--timezones` run), keeping the rest. */
-export function saveResultsSection(root, name, section) {
-  const file = path.join(root, 'bench', 'results', 'latest.json');
+export function saveResultsSection(root, name, section, fileName = 'latest.json') {
+  const file = path.join(root, 'bench', 'results', fileName);
   let results = { schema: 1 };
   try {
     results = JSON.parse(fs.readFileSync(file, 'utf8'));

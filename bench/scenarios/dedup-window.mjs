@@ -4,8 +4,8 @@
 // row counts of each window at a given daily volume, then times ingest's claim statement (100
 // new ids per statement, ON CONFLICT DO NOTHING, as ingest writes them) and reads the table's
 // size. Records the `dedupWindow` section of bench/results/latest.json (quick.json with --quick).
-import fs from 'node:fs';
-import path from 'node:path';
+import { ROOT, releaseStandalone } from '../lib/common.mjs';
+import { saveResultsSection } from '../lib/report.mjs';
 import { connect, recreateDatabase, withDatabase } from '../lib/db.mjs';
 
 const APP = '00000000-0000-4000-8000-000000000001';
@@ -38,7 +38,7 @@ async function timeClaims(db, statements) {
   return Number(process.hrtime.bigint() - started) / 1e3 / (statements * 100);
 }
 
-export async function dedupWindowMode({ dist, cluster, quick, log, stopCluster, resultsDir }) {
+export async function dedupWindowMode({ dist, cluster, quick, log, stopCluster }) {
   const perDay = quick ? 20_000 : 200_000;
   const statements = quick ? 200 : 2000;
   await recreateDatabase(cluster.url, 'bench_dedup');
@@ -61,9 +61,7 @@ export async function dedupWindowMode({ dist, cluster, quick, log, stopCluster, 
     }
   } finally {
     await db.end();
-    await stopCluster(cluster.dir).catch(() => undefined);
-    if (cluster.temporary) fs.rmSync(cluster.dir, { recursive: true, force: true });
-    fs.rmSync(dist, { recursive: true, force: true });
+    await releaseStandalone({ dist, cluster, stopCluster });
   }
   const section = {
     timestamp: new Date().toISOString(),
@@ -72,10 +70,7 @@ export async function dedupWindowMode({ dist, cluster, quick, log, stopCluster, 
     sizeRatio: Math.round((windows['30d'].tableMb / Math.max(1, windows['7d'].tableMb)) * 100) / 100,
     claimCostRatio: Math.round((windows['30d'].claimUsPerEvent / windows['7d'].claimUsPerEvent) * 100) / 100,
   };
-  const file = path.join(resultsDir, quick ? 'quick.json' : 'latest.json');
-  const results = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : { schema: 1 };
-  results.dedupWindow = section;
-  fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
+  saveResultsSection(ROOT, 'dedupWindow', section, quick ? 'quick.json' : 'latest.json');
   process.stdout.write(`${JSON.stringify(section, null, 2)}\n`);
   return 0;
 }

@@ -15,10 +15,11 @@
 // Rounds alternate the order (AB, BA, …), so that a machine that drifts weighs on both. Per side:
 // rows/s, and CPU per row of the PostgreSQL cluster (backends that have exited included) and of
 // this process (the load generator, which also lays out the COPY rows).
-import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { clusterDir } from '../../src/database/embedded-pg.mjs';
+import { ROOT, releaseStandalone } from '../lib/common.mjs';
+import { saveResultsSection } from '../lib/report.mjs';
 import { connect, dbCeiling, insertApps, recreateDatabase, withDatabase } from '../lib/db.mjs';
 import { cli, clusterCpuSecondsWithExited, cpuSecondsOf, startServer } from '../lib/processes.mjs';
 import { accepted, loadWritePath } from '../lib/write-path.mjs';
@@ -125,7 +126,7 @@ async function waitForPartitions(db) {
 
 const median = (values) => [...values].sort((a, b) => a - b)[values.length >> 1];
 
-export async function writeCopyMode({ dist, cluster, quick, log, stopCluster, resultsDir }) {
+export async function writeCopyMode({ dist, cluster, quick, log, stopCluster }) {
   const rounds = quick ? 2 : 6;
   const seconds = quick ? 1 : 5;
   await recreateDatabase(cluster.url, 'bench_write_copy');
@@ -185,9 +186,7 @@ export async function writeCopyMode({ dist, cluster, quick, log, stopCluster, re
   } finally {
     await server.stop().catch(() => undefined);
     await db.end();
-    await stopCluster(cluster.dir).catch(() => undefined);
-    if (cluster.temporary) fs.rmSync(cluster.dir, { recursive: true, force: true });
-    fs.rmSync(dist, { recursive: true, force: true });
+    await releaseStandalone({ dist, cluster, stopCluster });
   }
   const section = {
     timestamp: new Date().toISOString(),
@@ -197,10 +196,7 @@ export async function writeCopyMode({ dist, cluster, quick, log, stopCluster, re
     rounds,
     ...bySize,
   };
-  const file = path.join(resultsDir, quick ? 'quick.json' : 'latest.json');
-  const results = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : { schema: 1 };
-  results.writeCopy = section;
-  fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
+  saveResultsSection(ROOT, 'writeCopy', section, quick ? 'quick.json' : 'latest.json');
   const { runs: _a, ...small100 } = section.rows100;
   const { runs: _b, ...small1000 } = section.rows1000;
   process.stdout.write(`${JSON.stringify({ rows100: small100, rows1000: small1000 }, null, 2)}\n`);
