@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { to as copyTo } from 'pg-copy-streams';
 import { readCopyTuples } from '@app/database/copy-tuples';
-import { withDriverTransaction } from '@app/database/driver-client';
+import { withDriverClient } from '@app/database/driver-client';
 import { ReadDatabase } from '@app/database/read-database';
 import { bitmapLength } from './insight-computation.repository';
 import { dimensionSql, FILTER_DIMENSIONS } from './dimensions';
@@ -82,12 +82,21 @@ function toRow(r: RawBreakdownRow): BreakdownRow {
   };
 }
 
+/** A binary COPY field as text, or null. */
+const text = (field: Buffer | null): string | null => (field ? field.toString('utf8') : null);
+
+/** A binary COPY `float8` field, or null. */
+const float8 = (field: Buffer | null): number | null => (field ? field.readDoubleBE(0) : null);
+
 /**
- * Counts the answer rows' distinct users and sessions from the binary COPY of the kept rows'
- * lists, each tuple (answer row's index, users, sessions), ordered by answer row: one answer row
- * after the other, as the tuples arrive.
+ * The answer of a stored breakdown from the binary COPY of `storedBreakdown`: first the answer
+ * rows in order, each tuple (0, index, date, kind, value, events, fv_count, fv_sum, fv_min,
+ * fv_max, null, null); then the kept rows' lists, each tuple (1, the index of its answer row, nine
+ * nulls, users, sessions), ordered by answer row. The distinct users and sessions of each answer
+ * row are counted (member-lists.ts) as its lists arrive, one answer row after the other.
  */
-async function countLists(answer: BreakdownRow[], copy: AsyncIterable<Buffer>): Promise<void> {
+async function readAnswer(copy: AsyncIterable<Buffer>): Promise<BreakdownRow[]> {
+  const answer: BreakdownRow[] = [];
   const users = new MemberUnion();
   const sessions = new MemberUnion();
   let counting = -1;
@@ -98,17 +107,35 @@ async function countLists(answer: BreakdownRow[], copy: AsyncIterable<Buffer>): 
     users.reset();
     sessions.reset();
   };
-  await readCopyTuples(copy, ([index, userList, sessionList]) => {
-    const i = index!.readInt32BE(0);
+  await readCopyTuples(copy, (fields) => {
+    const i = fields[1]!.readInt32BE(0);
+    if (fields[0]!.readInt32BE(0) === 0) {
+      if (i !== answer.length) throw new Error('insights: an answer row out of order');
+      const kind = fields[3]!.readInt32BE(0);
+      answer.push({
+        date: text(fields[2]),
+        kind,
+        value: kind === 0 ? text(fields[4]) : null,
+        events: Number(text(fields[5])),
+        users: 0,
+        sessions: 0,
+        fvCount: Number(text(fields[6])),
+        fvSum: float8(fields[7]),
+        fvMin: float8(fields[8]),
+        fvMax: float8(fields[9]),
+      });
+      return;
+    }
     if (i !== counting) {
       settle();
       if (!answer[i]) throw new Error('insights: a list of no answer row');
       counting = i;
     }
-    users.add(userList ?? EMPTY);
-    sessions.add(sessionList ?? EMPTY);
+    users.add(fields[10] ?? EMPTY);
+    sessions.add(fields[11] ?? EMPTY);
   });
   settle();
+  return answer;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -161,12 +188,12 @@ export class InsightRepository {
   }
 
   /**
-   * A breakdown from the kept daily rows (no filter but the mode), in one repeatable-read
-   * snapshot. A statement gives the answer rows with their counts and statistics (ranked and
-   * folded in SQL); a binary COPY then gives every kept row's users and sessions lists tagged
-   * with the answer row they fall into, as bytes (a text result would send them as hex and make
-   * strings of it), and the process counts each answer row's distinct members (member-lists.ts)
-   * as they arrive.
+   * A breakdown from the kept daily rows (no filter but the mode), in one statement: a binary
+   * COPY gives the answer rows with their counts and statistics (ranked and folded in SQL), then
+   * every kept row's users and sessions lists tagged with the answer row they fall into, as bytes
+   * (a text result would send them as hex and make strings of it); the process counts each
+   * answer row's distinct members (member-lists.ts) as they arrive. The answer rows' aggregation
+   * runs once, for both parts.
    */
   async storedBreakdown(appId: string, q: BreakdownQuery): Promise<BreakdownRow[]> {
     if (!Number.isSafeInteger(q.limit)) throw new Error('insights: bad limit');
@@ -175,9 +202,8 @@ export class InsightRepository {
     // equality; with IS NOT DISTINCT FROM it rescanned the answer rows for each kept row.
     const grp = q.perDay ? 'day' : "''::text";
     return this.read.run((db) =>
-      withDriverTransaction(db, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', async (client) => {
-        // Literals, escaped by the driver: the COPY takes no parameters, and both statements
-        // must read the same rows.
+      withDriverClient(db, async (client) => {
+        // Literals, escaped by the driver: the COPY takes no parameters.
         const kept = `FROM insight_breakdowns
         WHERE app_id = ${client.escapeLiteral(appId)}::uuid AND NOT rezone
           AND dimension = ${client.escapeLiteral(q.dimension)}
@@ -200,26 +226,24 @@ export class InsightRepository {
               (row_number() OVER (ORDER BY grp, k = 2, sum(events) DESC, k, v))::int - 1 AS i
          FROM assigned GROUP BY grp, k, v
      )`;
-        const { rows } = await client.query<RawBreakdownRow>(
-          `${ctes}
-         SELECT ${q.perDay ? 'grp::text' : 'NULL::text'} AS date, k AS kind, v AS value, events::text AS events, fv_count::text AS fv_count,
-                ${saturatedDouble('fv_sum')} AS fv_sum, fv_min, fv_max, '0' AS users, '0' AS sessions
-           FROM answer ORDER BY i`,
-        );
-        const answer = rows.map(toRow);
-        await countLists(
-          answer,
+        // One statement: the answer rows, then the kept rows' lists tagged with the answer row
+        // of their key (bucket, kind, value), found first in CTE tagged; the kept rows' lists are
+        // joined to those keys alone.
+        const answer = await readAnswer(
           client.query(
-            // The answer row of each kept key (bucket, kind, value) is found first, in CTE tagged;
-            // the kept rows' lists are then joined to those keys alone.
             copyTo(`COPY (${ctes}, tagged AS MATERIALIZED (
               SELECT a.grp, a.kind, a.value, f.i
                 FROM assigned a JOIN answer f ON f.grp = a.grp AND f.k = a.k AND f.v = a.v
             )
-            SELECT t.i, b.users, b.sessions
+            SELECT 0 AS part, i, ${q.perDay ? 'grp::text' : 'NULL::text'} AS date, k::int4 AS kind, v AS value,
+                   events::text AS events, fv_count::text AS fv_count, ${saturatedDouble('fv_sum')} AS fv_sum,
+                   fv_min::float8, fv_max::float8, NULL::bytea AS users, NULL::bytea AS sessions
+              FROM answer
+            UNION ALL
+            SELECT 1, t.i, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, b.users, b.sessions
               FROM (SELECT ${grp} AS grp, kind, value, users, sessions ${kept}) b
               JOIN tagged t ON t.grp = b.grp AND t.kind = b.kind AND t.value = b.value
-             ORDER BY t.i) TO STDOUT (FORMAT binary)`),
+             ORDER BY part, i) TO STDOUT (FORMAT binary)`),
           ),
         );
         return answer;
