@@ -23,14 +23,19 @@ export function memoryOf(pid) {
 
 const TICKS_PER_SECOND = 100;
 
-/** A process's parent and the CPU seconds (user + system) it has used, from /proc (Linux); null once gone. */
+/**
+ * A process's parent, the CPU seconds (user + system) it has used, and those of its children it
+ * has waited for (reaped), from /proc (Linux); null once gone.
+ */
 function statOf(pid) {
   try {
-    // Fields after the command name, which may itself hold spaces: ppid is field 4, utime 14, stime 15.
+    // Fields after the command name, which may itself hold spaces: ppid is field 4, utime 14,
+    // stime 15, cutime 16, cstime 17.
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
     return {
       ppid: Number(fields[1]),
       cpuSeconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND,
+      reapedCpuSeconds: (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND,
     };
   } catch {
     return null;
@@ -100,15 +105,10 @@ export function clusterCpuSeconds(dataDir) {
  */
 export function clusterCpuSecondsWithExited(dataDir) {
   const cluster = clusterProcesses(dataDir);
-  if (!cluster) return NaN;
-  let reaped;
-  try {
-    const fields = readFileSync(`/proc/${cluster.postmaster}/stat`, 'utf8').split(') ')[1].split(' ');
-    reaped = (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
-  } catch {
-    return NaN;
-  }
-  return clusterCpuSeconds(dataDir) + reaped;
+  const postmaster = cluster && statOf(cluster.postmaster);
+  if (!postmaster) return NaN;
+  const children = cluster.children.reduce((total, pid) => total + cpuSecondsOf(pid), 0);
+  return postmaster.cpuSeconds + postmaster.reapedCpuSeconds + children;
 }
 
 /** Keeps the last lines of a child's output, to explain a failure. */
