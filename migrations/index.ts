@@ -21,6 +21,7 @@ import { QuarantineLeanIndex1764400000000 } from './1764400000000-quarantine-lea
 import { BreakdownMemberLists1764500000000 } from './1764500000000-breakdown-member-lists';
 import { InsightIdPacks1764600000000 } from './1764600000000-insight-id-packs';
 import { CitusShardListStorage1764700000000 } from './1764700000000-citus-shard-list-storage';
+import { InsightDaySources1764800000000 } from './1764800000000-insight-day-sources';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -48,4 +49,5 @@ export const MIGRATIONS = [
   BreakdownMemberLists1764500000000,
   InsightIdPacks1764600000000,
   CitusShardListStorage1764700000000,
+  InsightDaySources1764800000000,
 ];

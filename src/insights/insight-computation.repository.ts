@@ -18,6 +18,9 @@ type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
 
 const WORK_MEM = '128MB';
 
+/** The tables with rows per (app, set, local day): a zone change swaps and drops them together. */
+const DAY_TABLES = ['insight_day_users', 'insight_breakdowns', 'insight_day_sources'];
+
 /**
  * The key of an id: the first 16 bytes of SHA-256 over the app's secret and the id. `secret` is
  * an expression of the app's pii_secret.
@@ -182,7 +185,7 @@ export class InsightComputationRepository {
 
   /** A zone change's new set replaces the served rows from `fromDay` on. */
   async swap(runner: Sql, appId: string, fromDay: string): Promise<void> {
-    for (const table of ['insight_day_users', 'insight_breakdowns']) {
+    for (const table of DAY_TABLES) {
       await runner.query(`DELETE FROM ${table} WHERE app_id = $1 AND NOT rezone AND day >= $2::date`, [
         appId,
         fromDay,
@@ -193,7 +196,7 @@ export class InsightComputationRepository {
 
   /** Drops a zone change's new set built so far. */
   async dropRezone(runner: Sql, appId: string): Promise<void> {
-    for (const table of ['insight_day_users', 'insight_breakdowns']) {
+    for (const table of DAY_TABLES) {
       await runner.query(`DELETE FROM ${table} WHERE app_id = $1 AND rezone`, [appId]);
     }
   }

@@ -148,6 +148,19 @@ export async function withoutNestedLoops<T>(runner: Sql, statement: () => Promis
 }
 
 /**
+ * The version of what a day's rows hold for given inputs: a change to the day's statement or to
+ * how its rows are written that changes them for the same events takes it up by one, so that
+ * every stored day is computed again rather than kept (see InsightDayRepository.source).
+ */
+const COMPUTATION_VERSION = 1;
+
+/** A day's digest of its inputs, and whether the stored one is the same. */
+export interface DaySource {
+  source: Buffer;
+  same: boolean;
+}
+
+/**
  * The per-day statements of insights: one reads the day (numbering new ids on the way) into its
  * user sets and breakdown rows with their members listed; the process builds the user sets'
  * bitmaps (member-bitmaps.ts) and the breakdowns' compact lists (member-lists.ts); two more write
@@ -218,6 +231,66 @@ export class InsightDayRepository {
          FROM b`,
       params,
     };
+  }
+
+  /**
+   * The digest of what the day's rows are computed from, and whether it is the one stored with
+   * them: the computation's version, the day's window and zone, the declared dimensions, the value
+   * bound, the event names of the day's rollups (the per-name user sets follow them), and the
+   * day's events as their count, the sum of their ids and the sum of a 64-bit hash of each id.
+   * Events are never changed in place and an id is never given twice, so a day whose events
+   * changed since (late events, an erasure) has other ids: its digest differs but for a chance of
+   * about 2⁻⁶⁴ that the hashes of the ids gone and come cancel out exactly. Read before the day's
+   * statement, so that events committed in between make the next digest differ, not the reverse.
+   */
+  async source(
+    runner: Sql,
+    appId: string,
+    day: InsightDay,
+    declared: readonly string[],
+    maxValues: number,
+  ): Promise<DaySource> {
+    const inputs = JSON.stringify([COMPUTATION_VERSION, day.zone, day.start, day.end, maxValues, declared]);
+    const rollups = day.rezone ? 'rollups_rezone' : 'rollups';
+    const rows = (await runner.query(
+      `WITH src AS (
+         SELECT sha256(convert_to(concat_ws(E'\n', $4::text,
+                  (SELECT concat_ws(' ', count(*), sum(e.${c.id}), sum(hashint8extended(e.${c.id}, 0)))
+                     FROM events e
+                    WHERE e.${c.appId} = $1 AND e.${c.timestamp} >= $5 AND e.${c.timestamp} < $6),
+                  (SELECT coalesce(array_agg(DISTINCT event_name ORDER BY event_name), '{}')::text
+                     FROM ${rollups} WHERE app_id = $1 AND day = $2::date AND event_name <> '')),
+                  'UTF8')) AS source
+       )
+       SELECT src.source, coalesce(s.source = src.source, false) AS same
+         FROM src LEFT JOIN insight_day_sources s ON s.app_id = $1 AND s.rezone = $3 AND s.day = $2::date`,
+      [appId, day.day, day.rezone, inputs, new Date(day.start), new Date(day.end)],
+    )) as DaySource[];
+    return rows[0];
+  }
+
+  /** Stores the digest the day's rows were just computed from (see source). */
+  async writeSource(runner: Sql, appId: string, day: InsightDay, source: Buffer): Promise<void> {
+    await runner.query(
+      `INSERT INTO insight_day_sources (app_id, rezone, day, source) VALUES ($1, $2, $3::date, $4)
+       ON CONFLICT (app_id, rezone, day) DO UPDATE SET source = EXCLUDED.source`,
+      [appId, day.rezone, day.day, source],
+    );
+  }
+
+  /**
+   * Keeps an unchanged day's rows, which are what computing it now would write. Only their time
+   * of computation can differ, and it decides whether the day is final: rows computed before the
+   * day ended take the transaction's time once it has ended.
+   */
+  async keepDay(runner: Sql, appId: string, day: InsightDay): Promise<void> {
+    for (const table of ['insight_day_users', 'insight_breakdowns']) {
+      await runner.query(
+        `UPDATE ${table} SET computed_at = now()
+          WHERE app_id = $1 AND rezone = $2 AND day = $3::date AND computed_at < day_end AND now() >= day_end`,
+        [appId, day.rezone, day.day],
+      );
+    }
   }
 
   /**

@@ -42,13 +42,19 @@ export class InsightsStep implements RollupDayStep, OnModuleInit {
       end: target.end,
       rezone: target.set === 'rezone',
     };
-    await this.computation.prepare(runner);
     const declared = await this.computation.declaredDimensions(runner, appId);
-    const rows = await this.days.load(runner, appId, day, declared, this.config.breakdownMaxValues);
+    const maxValues = this.config.breakdownMaxValues;
+    // A day computed from the same inputs keeps its rows: reading and numbering its events again
+    // would write the same rows (finalisation of a day with no late event, a rerun).
+    const { source, same } = await this.days.source(runner, appId, day, declared, maxValues);
+    if (same) return this.days.keepDay(runner, appId, day);
+    await this.computation.prepare(runner);
+    const rows = await this.days.load(runner, appId, day, declared, maxValues);
     const users = rows.filter((r): r is DayUsersRow => r.set === 'u');
     const breakdowns = rows.filter((r): r is BreakdownDayRow => r.set === 'b');
     await this.days.writeDayUsers(runner, appId, day, users);
     await this.days.writeBreakdowns(runner, appId, day, breakdowns);
+    await this.days.writeSource(runner, appId, day, source);
   }
 
   swap(runner: QueryRunner, appId: string, fromDay: string): Promise<void> {

@@ -42,6 +42,7 @@ const SUITES = [
   'test/key-info.e2e-spec.ts',
   'test/insights.e2e-spec.ts',
   'test/insights-lifecycle.e2e-spec.ts',
+  'test/insight-day-sources.e2e-spec.ts',
   'test/sdk-formats.e2e-spec.ts',
 ];
 
