@@ -112,9 +112,11 @@ export async function readsPhase(dist, cluster, results) {
         generationSeconds: dataset.totalSeconds,
       };
 
-      // Rollups: a full recompute of the big app from nothing, through the service itself.
+      // Rollups: a full recompute of the big app from nothing, through the service itself. The
+      // insights' digests go too, so that every day is computed again rather than kept.
       {
         await db.query('DELETE FROM rollups WHERE app_id = $1', [appId]);
+        await db.query('DELETE FROM insight_day_sources WHERE app_id = $1', [appId]);
         await db.query('DELETE FROM rollup_dirty');
         let t0 = process.hrtime.bigint();
         const full = await services.compute({ appId });
