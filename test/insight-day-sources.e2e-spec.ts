@@ -10,6 +10,7 @@ import { RollupsService } from '@app/rollups/rollups.service';
 import { PartitionRepository } from '@app/storage/partition.repository';
 import { TEST_ACTOR, bearer, makeApiKey } from './factories';
 import { seedEvents, SeedEvent } from './factories/events';
+import { sample } from './support/harness';
 import { useTestApp } from './support/test-app';
 
 const DAY = 86_400_000;
@@ -72,6 +73,11 @@ describe('insights: a day computed from unchanged inputs is kept', () => {
     ),
   });
   const compute = () => t.app.get(RollupsService).compute({ appId });
+  const metrics = async () => {
+    const text = (await request(t.http).get('/metrics').expect(200)).text;
+    const days = (outcome: string) => sample(text, 'tally_insight_days_total', { outcome }) ?? -1;
+    return { kept: days('kept'), computed: days('computed') };
+  };
 
   beforeAll(async () => {
     const partitions = t.app.get(PartitionRepository);
@@ -96,10 +102,15 @@ describe('insights: a day computed from unchanged inputs is kept', () => {
         .filter((k) => k.startsWith('s:'))
         .sort(),
     ).toEqual([day1, day2, day3].map((d) => `s:${d}`).sort());
+    const metricsBefore = await metrics();
     const result = await compute();
     expect(result.days).toBeGreaterThanOrEqual(3);
     expect(await versions()).toEqual(before);
     expect(await answers()).toEqual(answered);
+    // Every day with events was kept, none computed (GET /metrics).
+    const metricsAfter = await metrics();
+    expect(metricsAfter.kept - metricsBefore.kept).toBe(3);
+    expect(metricsAfter.computed).toBe(metricsBefore.computed);
   });
 
   it('a late event computes its day again and keeps the others', async () => {
@@ -114,7 +125,12 @@ describe('insights: a day computed from unchanged inputs is kept', () => {
         platform: 'web',
       },
     ]);
+    const metricsBefore = await metrics();
     await compute();
+    const metricsAfter = await metrics();
+    expect([metricsAfter.computed - metricsBefore.computed, metricsAfter.kept - metricsBefore.kept]).toEqual([
+      1, 2,
+    ]);
     const after = await versions();
     expect(ofDay(after, day1)).toEqual(ofDay(before, day1));
     expect(ofDay(after, day3)).toEqual(ofDay(before, day3));

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { MetricsModule } from '@app/common/metrics/metrics.module';
 import { ReadsModule } from '@app/common/reads/reads.module';
 import { RollupsCoreModule } from '@app/rollups/rollups-core.module';
 import { DimensionRepository } from './dimension.repository';
@@ -7,6 +8,7 @@ import { InsightComputationRepository } from './insight-computation.repository';
 import { InsightDayRepository } from './insight-day.repository';
 import { InsightRepository } from './insight.repository';
 import { InsightsService } from './insights.service';
+import { InsightsMetrics } from './insights.metrics';
 import { InsightsStep } from './insights.step';
 
 /**
@@ -14,13 +16,14 @@ import { InsightsStep } from './insights.step';
  * recomputes, the reads, and the declared dimensions. Shared with the admin CLI.
  */
 @Module({
-  imports: [ReadsModule, RollupsCoreModule],
+  imports: [ReadsModule, MetricsModule, RollupsCoreModule],
   providers: [
     InsightRepository,
     InsightComputationRepository,
     InsightDayRepository,
     InsightsService,
     InsightsStep,
+    InsightsMetrics,
     DimensionRepository,
     DimensionsService,
   ],

@@ -5,6 +5,7 @@ import type { LocalDayTarget } from '@app/rollups/rollup-computation.repository'
 import { RollupDayStep, RollupSteps } from '@app/rollups/rollup-steps';
 import { InsightComputationRepository } from './insight-computation.repository';
 import { type BreakdownDayRow, type DayUsersRow, InsightDayRepository } from './insight-day.repository';
+import { InsightsMetrics } from './insights.metrics';
 
 /**
  * Insights as a step of the rollup computation: each local day the rollups recompute (dirty
@@ -20,6 +21,7 @@ export class InsightsStep implements RollupDayStep, OnModuleInit {
     private readonly computation: InsightComputationRepository,
     private readonly days: InsightDayRepository,
     private readonly steps: RollupSteps,
+    private readonly metrics: InsightsMetrics,
     @Inject(APP_CONFIG)
     private readonly config: ConfigSlice<'breakdownMaxValues' | 'insightIdsCompactPercent'>,
   ) {}
@@ -47,7 +49,11 @@ export class InsightsStep implements RollupDayStep, OnModuleInit {
     // A day computed from the same inputs keeps its rows: reading and numbering its events again
     // would write the same rows (finalisation of a day with no late event, a rerun).
     const { source, same } = await this.days.source(runner, appId, day, declared, maxValues);
-    if (same) return this.days.keepDay(runner, appId, day);
+    if (same) {
+      await this.days.keepDay(runner, appId, day);
+      this.metrics.day('kept');
+      return;
+    }
     await this.computation.prepare(runner);
     const rows = await this.days.load(runner, appId, day, declared, maxValues);
     const users = rows.filter((r): r is DayUsersRow => r.set === 'u');
@@ -55,6 +61,7 @@ export class InsightsStep implements RollupDayStep, OnModuleInit {
     await this.days.writeDayUsers(runner, appId, day, users);
     await this.days.writeBreakdowns(runner, appId, day, breakdowns);
     await this.days.writeSource(runner, appId, day, source);
+    this.metrics.day('computed');
   }
 
   swap(runner: QueryRunner, appId: string, fromDay: string): Promise<void> {
