@@ -201,6 +201,10 @@ function previousSection(name) {
 }
 
 // Modes that measure one thing alone and write their own section of latest.json.
+function insightsMain() {
+  return import('./scenarios/insights.mjs').then((m) => m.insightsBenchmarkMain({ root: ROOT, log }));
+}
+
 const STANDALONE_MODES = {
   cli: () => import('./scenarios/cli.mjs').then((m) => m.cliBenchmarkMain({ root: ROOT, log, git })),
   replica: () =>
@@ -224,8 +228,9 @@ const STANDALONE_MODES = {
   backup: () => import('./scenarios/backup.mjs').then((m) => m.backupBenchmarkMain({ root: ROOT, log, git })),
   'one-key': () => import('./scenarios/one-key.mjs').then((m) => m.oneKeyMain()),
   citus: () => import('./scenarios/citus.mjs').then((m) => m.citusBenchmarkMain({ root: ROOT, log, git })),
-  insights: () =>
-    import('./scenarios/insights.mjs').then((m) => m.insightsBenchmarkMain({ root: ROOT, log })),
+  insights: insightsMain,
+  // Alone as well as with --insights: the recompute comparison only.
+  'insights-recompute': insightsMain,
 };
 const mode = Object.keys(STANDALONE_MODES).find((name) => flags[name]);
 const run = mode ? STANDALONE_MODES[mode] : main;
