@@ -18,8 +18,11 @@ type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
 
 const WORK_MEM = '128MB';
 
+/** The tables of a day's sets, each row with the time it was computed (`computed_at`, `day_end`). */
+export const SET_TABLES = ['insight_day_users', 'insight_breakdowns'] as const;
+
 /** The tables with rows per (app, set, local day): a zone change swaps and drops them together. */
-const DAY_TABLES = ['insight_day_users', 'insight_breakdowns', 'insight_day_sources'];
+const DAY_TABLES = [...SET_TABLES, 'insight_day_sources'];
 
 /**
  * The key of an id: the first 16 bytes of SHA-256 over the app's secret and the id. `secret` is

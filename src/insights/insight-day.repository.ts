@@ -5,6 +5,7 @@ import {
   idKey,
   packedNumber,
   packOf,
+  SET_TABLES,
   tailOf,
   type InsightDay,
 } from './insight-computation.repository';
@@ -284,7 +285,7 @@ export class InsightDayRepository {
    * day ended take the transaction's time once it has ended.
    */
   async keepDay(runner: Sql, appId: string, day: InsightDay): Promise<void> {
-    for (const table of ['insight_day_users', 'insight_breakdowns']) {
+    for (const table of SET_TABLES) {
       await runner.query(
         `UPDATE ${table} SET computed_at = now()
           WHERE app_id = $1 AND rezone = $2 AND day = $3::date AND computed_at < day_end AND now() >= day_end`,
