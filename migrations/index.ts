@@ -22,6 +22,7 @@ import { BreakdownMemberLists1764500000000 } from './1764500000000-breakdown-mem
 import { InsightIdPacks1764600000000 } from './1764600000000-insight-id-packs';
 import { CitusShardListStorage1764700000000 } from './1764700000000-citus-shard-list-storage';
 import { InsightDaySources1764800000000 } from './1764800000000-insight-day-sources';
+import { InsightDayParts1764900000000 } from './1764900000000-insight-day-parts';
 
 /** Every migration, in order. The DataSource lists them explicitly so that the compiled
  * service, the CLI and the tests (which run TypeScript) load the same classes. */
@@ -50,4 +51,5 @@ export const MIGRATIONS = [
   InsightIdPacks1764600000000,
   CitusShardListStorage1764700000000,
   InsightDaySources1764800000000,
+  InsightDayParts1764900000000,
 ];

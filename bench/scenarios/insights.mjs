@@ -203,8 +203,8 @@ async function recomputeComparison(dist, url, db, log) {
   try {
     // Alternated, so that both see the same load from the rest of the machine. The first pass
     // with insights numbers every id and writes every row; the second finds every day's inputs
-    // unchanged and keeps its rows; the third follows one late event on each day, so that every
-    // day is computed again with its ids numbered already.
+    // unchanged and keeps its rows; the third follows one late event on each day (a new name, user
+    // and session), which each day takes alone, added to its rows.
     await run('rollupsOnly', false);
     await run('withInsights', true);
     if (flags['insights-passes'] !== '1') {

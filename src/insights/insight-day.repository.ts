@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { dimensionSql, dimensionsOf } from './dimensions';
 import {
+  bitmapLength,
   entryOf,
   idKey,
   packedNumber,
@@ -12,7 +13,7 @@ import {
 import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 import { MemberList, varbitArray } from './member-bitmaps';
 import { byteaArray, encodeMembers } from './member-lists';
-import { saturatedDouble } from '@app/rollups/saturated-sum';
+import type { BreakdownKey } from './day-increment';
 
 /** Whatever runs a query: a QueryRunner, an EntityManager or a DataSource. */
 type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
@@ -35,7 +36,7 @@ export interface DayUsersRow {
 
 /**
  * One breakdown row of the day as computed, but for its sets: the statistics as PostgreSQL's
- * text (exact, with extra_float_digits set), the members as lists.
+ * text (exact: the sum a numeric, the others with extra_float_digits set), the members as lists.
  */
 export interface BreakdownDayRow {
   set: 'b';
@@ -53,20 +54,57 @@ export interface BreakdownDayRow {
 }
 
 /**
+ * What identifies the events a day's rows hold: their count, the sum of their ids and of a 64-bit
+ * hash of each id (both exact, as numeric text), and the largest id (0 for none).
+ */
+export interface DayParts {
+  events: string;
+  idSum: string;
+  hashSum: string;
+  maxId: string;
+}
+
+/** The parts of the events the day's statement read, as its last row (set `p`). */
+interface DayPartsRow {
+  set: 'p';
+  events: string;
+  fv_count: string;
+  fv_sum: string;
+  fv_min: string;
+}
+
+type DayRow = DayUsersRow | BreakdownDayRow | DayPartsRow;
+
+/** The rows of the day's statement, by set. */
+export interface DayRows {
+  users: DayUsersRow[];
+  breakdowns: BreakdownDayRow[];
+  parts: DayParts;
+}
+
+/** A breakdown row ready to write: its members as compact lists. */
+export type EncodedBreakdown = Omit<BreakdownDayRow, 'users' | 'sessions'> & {
+  users: Buffer;
+  sessions: Buffer;
+};
+
+/**
  * The events of the day with the dense numbers of their user and session, in CTE `evn` (columns
- * m, fv, d0…dN, fvn: fv as numeric, and uno, sno: the numbers as text, each converted once). On
+ * eid, m, fv, d0…dN, fvn: fv as numeric, and uno, sno: the numbers as text, each converted once);
+ * `after` narrows the events read (`AND e.id > $n`). On
  * the way, the day's ids not numbered yet get the app's next numbers (in the order of their keys,
  * users and sessions each from their counter), appended to their packs. Each id of the day is
  * hashed once and looked up once, in its one pack; the events then join the day's ids by the id
  * itself. The new ids are joined only with their counters (two rows at most), so that no estimate
  * of how many are new can make that step quadratic.
  */
-function numberedEventsSql(dims: string[]): string {
+function numberedEventsSql(dims: string[], after: string): string {
   const cols = dims.map((expr, i) => `${expr} AS d${i}`).join(', ');
   return `k AS (SELECT pii_secret AS s FROM apps WHERE id = $1),
   ev AS MATERIALIZED (
-    SELECT e.${c.isTestMode} AS m, e.${c.floatValue} AS fv, e.${c.anonymousUserId} AS uid, e.${c.sessionId} AS sid, ${cols}
-      FROM events e WHERE e.${c.appId} = $1 AND e.${c.timestamp} >= $3 AND e.${c.timestamp} < $4
+    SELECT e.${c.id} AS eid, e.${c.isTestMode} AS m, e.${c.floatValue} AS fv, e.${c.anonymousUserId} AS uid,
+           e.${c.sessionId} AS sid, ${cols}
+      FROM events e WHERE e.${c.appId} = $1 AND e.${c.timestamp} >= $3 AND e.${c.timestamp} < $4 ${after}
   ), found AS (
     SELECT x.kind, x.id, x.key, p.entries, ${tailOf('x.key')} AS tail, position(${tailOf('x.key')} IN p.entries) AS at
       FROM (SELECT 'u'::"char" AS kind, uid AS id, ${idKey('k.s', 'uid')} AS key
@@ -141,31 +179,36 @@ function groupsSql(dimCount: number): string {
  * nested loops off, the joins are hashed whatever the estimates; a join that has no other way
  * (the one-row secret) still loops.
  */
-export async function withoutNestedLoops<T>(runner: Sql, statement: () => Promise<T>): Promise<T> {
-  await runner.query(`SET LOCAL enable_nestloop = off`);
+export function withoutNestedLoops<T>(runner: Sql, statement: () => Promise<T>): Promise<T> {
+  return withLocalSetting(runner, 'enable_nestloop', 'off', statement);
+}
+
+/** Runs `statement` in the caller's transaction without parallel workers, then puts them back. */
+export function withoutParallelWorkers<T>(runner: Sql, statement: () => Promise<T>): Promise<T> {
+  return withLocalSetting(runner, 'max_parallel_workers_per_gather', '0', statement);
+}
+
+async function withLocalSetting<T>(
+  runner: Sql,
+  name: string,
+  value: string,
+  statement: () => Promise<T>,
+): Promise<T> {
+  await runner.query(`SET LOCAL ${name} = ${value}`);
   const result = await statement();
-  await runner.query(`SET LOCAL enable_nestloop TO DEFAULT`);
+  await runner.query(`SET LOCAL ${name} TO DEFAULT`);
   return result;
 }
 
-/**
- * The version of what a day's rows hold for given inputs: a change to the day's statement or to
- * how its rows are written that changes them for the same events takes it up by one, so that
- * every stored day is computed again rather than kept (see InsightDayRepository.source).
- */
-const COMPUTATION_VERSION = 1;
-
-/** A day's digest of its inputs, and whether the stored one is the same. */
-export interface DaySource {
-  source: Buffer;
-  same: boolean;
-}
+/** Events past the stored ones up to which a day's statement may loop over them (nested loops). */
+const FEW_EVENTS = 1_000;
 
 /**
  * The per-day statements of insights: one reads the day (numbering new ids on the way) into its
  * user sets and breakdown rows with their members listed; the process builds the user sets'
  * bitmaps (member-bitmaps.ts) and the breakdowns' compact lists (member-lists.ts); two more write
- * them over the day's stored rows.
+ * them over the day's stored rows, or add them to the stored rows when the statement read only
+ * the events the day gained.
  */
 @Injectable()
 export class InsightDayRepository {
@@ -174,7 +217,8 @@ export class InsightDayRepository {
    * that have rollup rows that day: the same bound as the rollups) and breakdown rows (per
    * dimension of the app, mode and value; the `maxValues` values with the most events, ties by
    * value, keep their rows, the rest of the day is one row of kind 2), from one read of the
-   * day's events. Gives the day's users and sessions not numbered yet the app's next numbers.
+   * day's events, with the parts of the events read. Gives the day's users and sessions not
+   * numbered yet the app's next numbers.
    */
   async load(
     runner: Sql,
@@ -182,20 +226,37 @@ export class InsightDayRepository {
     day: InsightDay,
     declared: readonly string[],
     maxValues: number,
-  ): Promise<(DayUsersRow | BreakdownDayRow)[]> {
+  ): Promise<DayRows> {
     const { text, params } = this.daySql(appId, day, declared, maxValues);
-    return withoutNestedLoops(
-      runner,
-      async () => (await runner.query(text, params)) as (DayUsersRow | BreakdownDayRow)[],
-    );
+    return withoutNestedLoops(runner, async () => bySet((await runner.query(text, params)) as DayRow[]));
   }
 
-  /** The statement of `load` and its parameters. */
+  /**
+   * The rows of the day's events with ids past `afterId` alone, as `load` gives them but with
+   * every value kept (no bound, no row of kind 2): what they add to the stored rows. Up to
+   * FEW_EVENTS of them are joined as the planner likes, by the index of the id packs; more, by
+   * hashes, as `load` does.
+   */
+  async loadAfter(
+    runner: Sql,
+    appId: string,
+    day: InsightDay,
+    declared: readonly string[],
+    afterId: string,
+    expected: number,
+  ): Promise<DayRows> {
+    const { text, params } = this.daySql(appId, day, declared, 2 ** 31 - 1, afterId);
+    const run = async () => bySet((await runner.query(text, params)) as DayRow[]);
+    return expected <= FEW_EVENTS ? run() : withoutNestedLoops(runner, run);
+  }
+
+  /** The statement of `load` (or of `loadAfter`, with `afterId`) and its parameters. */
   daySql(
     appId: string,
     day: InsightDay,
     declared: readonly string[],
     maxValues: number,
+    afterId?: string,
   ): { text: string; params: unknown[] } {
     const names = dimensionsOf(declared);
     const params: unknown[] = [appId, day.day, new Date(day.start), new Date(day.end), maxValues, names];
@@ -206,12 +267,17 @@ export class InsightDayRepository {
         return `$${params.length}::text`;
       }),
     );
+    let after = '';
+    if (afterId !== undefined) {
+      params.push(afterId);
+      after = `AND e.${c.id} > $${params.length}::bigint`;
+    }
     // The user sets per event name come from the eventName dimension's groups.
     const nameDim = names.indexOf('eventName');
     if (nameDim < 0) throw new Error('insights: the dimensions lack eventName');
     const rollups = day.rezone ? 'rollups_rezone' : 'rollups';
     return {
-      text: `WITH ${numberedEventsSql(dims)}, ${groupsSql(dims.length)}
+      text: `WITH ${numberedEventsSql(dims, after)}, ${groupsSql(dims.length)}
        SELECT 'u' AS set, m, NULL::text AS dimension, NULL::int AS kind, value, NULL::text AS events,
               NULL::text AS fv_count, NULL::text AS fv_sum, NULL::text AS fv_min, NULL::text AS fv_max,
               us AS users, NULL::text AS sessions
@@ -223,60 +289,17 @@ export class InsightDayRepository {
        SELECT 'u', m, NULL, NULL, '', NULL, NULL, NULL, NULL, NULL, string_agg(us, ','), NULL
          FROM g WHERE dim = ${nameDim} AND us IS NOT NULL GROUP BY m
        UNION ALL
+       -- A value without float values keeps a null sum.
        SELECT 'b', m, ($6::text[])[dim + 1], kind, value, events::text, fv_count::text,
-              -- least() and greatest() skip a null: a value without float values keeps a null sum.
-              CASE WHEN fv_count > 0
-                   THEN ${saturatedDouble(`fv_sum`)}::text
-              END,
-              fv_min::text, fv_max::text, us, ss
-         FROM b`,
+              CASE WHEN fv_count > 0 THEN fv_sum::text END, fv_min::text, fv_max::text, us, ss
+         FROM b
+       UNION ALL
+       -- The parts of the events read (DayParts): count, id sum, hash sum, largest id.
+       SELECT 'p', NULL, NULL, NULL, NULL, count(*)::text, coalesce(sum(eid), 0)::text,
+              coalesce(sum(hashint8extended(eid, 0)), 0)::text, coalesce(max(eid), 0)::text, NULL, NULL, NULL
+         FROM ev`,
       params,
     };
-  }
-
-  /**
-   * The digest of what the day's rows are computed from, and whether it is the one stored with
-   * them: the computation's version, the day's window and zone, the declared dimensions, the value
-   * bound, the event names of the day's rollups (the per-name user sets follow them), and the
-   * day's events as their count, the sum of their ids and the sum of a 64-bit hash of each id.
-   * Events are never changed in place and an id is never given twice, so a day whose events
-   * changed since (late events, an erasure) has other ids: its digest differs but for a chance of
-   * about 2⁻⁶⁴ that the hashes of the ids gone and come cancel out exactly. Read before the day's
-   * statement, so that events committed in between make the next digest differ, not the reverse.
-   */
-  async source(
-    runner: Sql,
-    appId: string,
-    day: InsightDay,
-    declared: readonly string[],
-    maxValues: number,
-  ): Promise<DaySource> {
-    const inputs = JSON.stringify([COMPUTATION_VERSION, day.zone, day.start, day.end, maxValues, declared]);
-    const rollups = day.rezone ? 'rollups_rezone' : 'rollups';
-    const rows = (await runner.query(
-      `WITH src AS (
-         SELECT sha256(convert_to(concat_ws(E'\n', $4::text,
-                  (SELECT concat_ws(' ', count(*), sum(e.${c.id}), sum(hashint8extended(e.${c.id}, 0)))
-                     FROM events e
-                    WHERE e.${c.appId} = $1 AND e.${c.timestamp} >= $5 AND e.${c.timestamp} < $6),
-                  (SELECT coalesce(array_agg(DISTINCT event_name ORDER BY event_name), '{}')::text
-                     FROM ${rollups} WHERE app_id = $1 AND day = $2::date AND event_name <> '')),
-                  'UTF8')) AS source
-       )
-       SELECT src.source, coalesce(s.source = src.source, false) AS same
-         FROM src LEFT JOIN insight_day_sources s ON s.app_id = $1 AND s.rezone = $3 AND s.day = $2::date`,
-      [appId, day.day, day.rezone, inputs, new Date(day.start), new Date(day.end)],
-    )) as DaySource[];
-    return rows[0];
-  }
-
-  /** Stores the digest the day's rows were just computed from (see source). */
-  async writeSource(runner: Sql, appId: string, day: InsightDay, source: Buffer): Promise<void> {
-    await runner.query(
-      `INSERT INTO insight_day_sources (app_id, rezone, day, source) VALUES ($1, $2, $3::date, $4)
-       ON CONFLICT (app_id, rezone, day) DO UPDATE SET source = EXCLUDED.source`,
-      [appId, day.rezone, day.day, source],
-    );
   }
 
   /**
@@ -308,6 +331,35 @@ export class InsightDayRepository {
                            WHERE r.m = t.is_test_mode AND r.name = t.event_name)`,
       [appId, day.rezone, day.day, rows.map((r) => r.m), rows.map((r) => r.value)],
     );
+    await this.upsertDayUsers(
+      runner,
+      appId,
+      day,
+      rows,
+      `CASE WHEN t.users = EXCLUDED.users THEN t.users ELSE EXCLUDED.users END`,
+    );
+  }
+
+  /**
+   * Adds the members of `rows` to the day's user sets: a set's bitmap becomes the union of the
+   * stored one and the new one, as long as the longer of the two (each padded with zeros to the
+   * app's bitmap length first, as `bit_or` needs equal lengths).
+   */
+  async addDayUsers(runner: Sql, appId: string, day: InsightDay, rows: DayUsersRow[]): Promise<void> {
+    if (!rows.length) return;
+    const bits = await bitmapLength(runner, appId, 'u');
+    const length = `greatest(length(t.users), length(EXCLUDED.users))`;
+    const padded = (set: string) => `substring(${set} || 0::bit(${bits}) FOR ${length})`;
+    await this.upsertDayUsers(runner, appId, day, rows, `${padded('t.users')} | ${padded('EXCLUDED.users')}`);
+  }
+
+  private async upsertDayUsers(
+    runner: Sql,
+    appId: string,
+    day: InsightDay,
+    rows: DayUsersRow[],
+    users: string,
+  ): Promise<void> {
     const parse = (r: DayUsersRow) => ({ ...r, users: new MemberList(r.users) });
     for (const batch of batches(rows, parse, (r) => r.users.bytes)) {
       await runner.query(
@@ -316,7 +368,7 @@ export class InsightDayRepository {
          SELECT $1, $2, $3::date, r.m, r.name, r.users, $4, $5, now()
            FROM unnest($6::boolean[], $7::text[], $8::varbit[]) AS r(m, name, users)
          ON CONFLICT (app_id, rezone, event_name, day, is_test_mode) DO UPDATE
-            SET users = CASE WHEN t.users = EXCLUDED.users THEN t.users ELSE EXCLUDED.users END,
+            SET users = ${users},
                 timezone = EXCLUDED.timezone, day_end = EXCLUDED.day_end, computed_at = EXCLUDED.computed_at`,
         [
           appId,
@@ -344,12 +396,71 @@ export class InsightDayRepository {
                            WHERE r.d = t.dimension AND r.m = t.is_test_mode AND r.k = t.kind AND r.v = t.value)`,
       [appId, day.rezone, day.day, ...keyColumns(rows)],
     );
-    const parse = (r: BreakdownDayRow) => ({
-      ...r,
-      users: encodeMembers(new MemberList(r.users).members),
-      sessions: encodeMembers(new MemberList(r.sessions).members),
+    await this.upsertBreakdowns(runner, appId, day, rows, encodeLists, {
+      events: 'EXCLUDED.events',
+      fv_count: 'EXCLUDED.fv_count',
+      fv_sum: 'EXCLUDED.fv_sum',
+      fv_min: 'EXCLUDED.fv_min',
+      fv_max: 'EXCLUDED.fv_max',
+      users: 'CASE WHEN t.users = EXCLUDED.users THEN t.users ELSE EXCLUDED.users END',
+      sessions: 'CASE WHEN t.sessions = EXCLUDED.sessions THEN t.sessions ELSE EXCLUDED.sessions END',
     });
-    for (const batch of batches(rows, parse, (r) => r.users.length + r.sessions.length)) {
+  }
+
+  /**
+   * Adds `rows` to the day's breakdown rows: counts and sums added, the least minimum and the
+   * greatest maximum, and the lists as given (the union of the stored and the new members,
+   * made by the caller from storedLists).
+   */
+  async addBreakdowns(runner: Sql, appId: string, day: InsightDay, rows: EncodedBreakdown[]): Promise<void> {
+    await this.upsertBreakdowns(runner, appId, day, rows, (r) => r, {
+      events: 't.events + EXCLUDED.events',
+      fv_count: 't.fv_count + EXCLUDED.fv_count',
+      fv_sum: `CASE WHEN t.fv_sum IS NULL OR EXCLUDED.fv_sum IS NULL THEN coalesce(t.fv_sum, EXCLUDED.fv_sum)
+                    ELSE t.fv_sum + EXCLUDED.fv_sum END`,
+      fv_min: 'least(t.fv_min, EXCLUDED.fv_min)',
+      fv_max: 'greatest(t.fv_max, EXCLUDED.fv_max)',
+      users: 'EXCLUDED.users',
+      sessions: 'EXCLUDED.sessions',
+    });
+  }
+
+  /** The keys of the day's breakdown rows (day-increment.ts reads the value bound from them). */
+  async storedKeys(runner: Sql, appId: string, day: InsightDay): Promise<BreakdownKey[]> {
+    return (await runner.query(
+      `SELECT dimension, is_test_mode AS m, kind, value FROM insight_breakdowns
+        WHERE app_id = $1 AND rezone = $2 AND day = $3::date`,
+      [appId, day.rezone, day.day],
+    )) as BreakdownKey[];
+  }
+
+  /** The users and sessions of the day's breakdown rows with the given keys, where stored. */
+  async storedLists(
+    runner: Sql,
+    appId: string,
+    day: InsightDay,
+    keys: BreakdownKey[],
+  ): Promise<(BreakdownKey & { users: Buffer; sessions: Buffer })[]> {
+    if (!keys.length) return [];
+    return (await runner.query(
+      `SELECT t.dimension, t.is_test_mode AS m, t.kind, t.value, t.users, t.sessions
+         FROM unnest($4::text[], $5::boolean[], $6::smallint[], $7::text[]) AS r(d, m, k, v)
+         JOIN insight_breakdowns t
+           ON t.app_id = $1 AND t.rezone = $2 AND t.day = $3::date
+          AND t.dimension = r.d AND t.is_test_mode = r.m AND t.kind = r.k AND t.value = r.v`,
+      [appId, day.rezone, day.day, ...keyColumns(keys)],
+    )) as (BreakdownKey & { users: Buffer; sessions: Buffer })[];
+  }
+
+  private async upsertBreakdowns<R>(
+    runner: Sql,
+    appId: string,
+    day: InsightDay,
+    rows: R[],
+    encode: (row: R) => EncodedBreakdown,
+    set: Record<'events' | 'fv_count' | 'fv_sum' | 'fv_min' | 'fv_max' | 'users' | 'sessions', string>,
+  ): Promise<void> {
+    for (const batch of batches(rows, encode, (r) => r.users.length + r.sessions.length)) {
       await runner.query(
         `INSERT INTO insight_breakdowns AS t (app_id, rezone, dimension, day, is_test_mode, kind, value, events,
                                               fv_count, fv_sum, fv_min, fv_max, users, sessions, timezone,
@@ -357,13 +468,12 @@ export class InsightDayRepository {
          SELECT $1, $2, r.d, $3::date, r.m, r.k, r.v, r.events, r.fv_count, r.fv_sum, r.fv_min, r.fv_max,
                 r.users, r.sessions, $4, $5, now()
            FROM unnest($6::text[], $7::boolean[], $8::smallint[], $9::text[], $10::bigint[], $11::bigint[],
-                       $12::float8[], $13::float8[], $14::float8[], $15::bytea[], $16::bytea[])
+                       $12::numeric[], $13::float8[], $14::float8[], $15::bytea[], $16::bytea[])
                 AS r(d, m, k, v, events, fv_count, fv_sum, fv_min, fv_max, users, sessions)
          ON CONFLICT (app_id, rezone, dimension, day, is_test_mode, kind, value) DO UPDATE
-            SET events = EXCLUDED.events, fv_count = EXCLUDED.fv_count, fv_sum = EXCLUDED.fv_sum,
-                fv_min = EXCLUDED.fv_min, fv_max = EXCLUDED.fv_max,
-                users = CASE WHEN t.users = EXCLUDED.users THEN t.users ELSE EXCLUDED.users END,
-                sessions = CASE WHEN t.sessions = EXCLUDED.sessions THEN t.sessions ELSE EXCLUDED.sessions END,
+            SET ${Object.entries(set)
+              .map(([column, value]) => `${column} = ${value}`)
+              .join(', ')},
                 timezone = EXCLUDED.timezone, day_end = EXCLUDED.day_end, computed_at = EXCLUDED.computed_at`,
         [
           appId,
@@ -383,6 +493,30 @@ export class InsightDayRepository {
       );
     }
   }
+}
+
+/** A computed breakdown row with its members' lists encoded (member-lists.ts). */
+export function encodeLists(row: BreakdownDayRow): EncodedBreakdown {
+  return {
+    ...row,
+    users: encodeMembers(new MemberList(row.users).members),
+    sessions: encodeMembers(new MemberList(row.sessions).members),
+  };
+}
+
+/** The statement's rows by set; its parts row is always there (an aggregate without GROUP BY). */
+function bySet(rows: DayRow[]): DayRows {
+  const out: DayRows = {
+    users: [],
+    breakdowns: [],
+    parts: { events: '0', idSum: '0', hashSum: '0', maxId: '0' },
+  };
+  for (const row of rows) {
+    if (row.set === 'u') out.users.push(row);
+    else if (row.set === 'b') out.breakdowns.push(row);
+    else out.parts = { events: row.events, idSum: row.fv_count, hashSum: row.fv_sum, maxId: row.fv_min };
+  }
+  return out;
 }
 
 /** The key columns of breakdown rows (dimension, mode, kind, value), as array parameters. */

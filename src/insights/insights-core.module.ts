@@ -6,6 +6,7 @@ import { DimensionRepository } from './dimension.repository';
 import { DimensionsService } from './dimensions.service';
 import { InsightComputationRepository } from './insight-computation.repository';
 import { InsightDayRepository } from './insight-day.repository';
+import { InsightDaySourceRepository } from './insight-day-source.repository';
 import { InsightRepository } from './insight.repository';
 import { InsightsService } from './insights.service';
 import { InsightsMetrics } from './insights.metrics';
@@ -21,6 +22,7 @@ import { InsightsStep } from './insights.step';
     InsightRepository,
     InsightComputationRepository,
     InsightDayRepository,
+    InsightDaySourceRepository,
     InsightsService,
     InsightsStep,
     InsightsMetrics,

@@ -3,8 +3,11 @@ import type { QueryRunner } from 'typeorm';
 import { APP_CONFIG, ConfigSlice } from '@app/config/config';
 import type { LocalDayTarget } from '@app/rollups/rollup-computation.repository';
 import { RollupDayStep, RollupSteps } from '@app/rollups/rollup-steps';
-import { InsightComputationRepository } from './insight-computation.repository';
-import { type BreakdownDayRow, type DayUsersRow, InsightDayRepository } from './insight-day.repository';
+import { type InsightDay, InsightComputationRepository } from './insight-computation.repository';
+import { encodeLists, InsightDayRepository } from './insight-day.repository';
+import { type DaySource, InsightDaySourceRepository } from './insight-day-source.repository';
+import { type BreakdownKey, canAddToDay } from './day-increment';
+import { unionMembers } from './member-lists';
 import { InsightsMetrics } from './insights.metrics';
 
 /**
@@ -20,6 +23,7 @@ export class InsightsStep implements RollupDayStep, OnModuleInit {
   constructor(
     private readonly computation: InsightComputationRepository,
     private readonly days: InsightDayRepository,
+    private readonly sources: InsightDaySourceRepository,
     private readonly steps: RollupSteps,
     private readonly metrics: InsightsMetrics,
     @Inject(APP_CONFIG)
@@ -48,20 +52,60 @@ export class InsightsStep implements RollupDayStep, OnModuleInit {
     const maxValues = this.config.breakdownMaxValues;
     // A day computed from the same inputs keeps its rows: reading and numbering its events again
     // would write the same rows (finalisation of a day with no late event, a rerun).
-    const { source, same } = await this.days.source(runner, appId, day, declared, maxValues);
-    if (same) {
+    const source = await this.sources.source(runner, appId, day, declared, maxValues);
+    if (source.same) {
       await this.days.keepDay(runner, appId, day);
       this.metrics.day('kept');
       return;
     }
     await this.computation.prepare(runner);
+    // A day that only gained events (late ones, the open day's latest) takes those alone.
+    if (source.grown && (await this.addEvents(runner, appId, day, declared, maxValues, source))) {
+      this.metrics.day('added');
+      return;
+    }
     const rows = await this.days.load(runner, appId, day, declared, maxValues);
-    const users = rows.filter((r): r is DayUsersRow => r.set === 'u');
-    const breakdowns = rows.filter((r): r is BreakdownDayRow => r.set === 'b');
-    await this.days.writeDayUsers(runner, appId, day, users);
-    await this.days.writeBreakdowns(runner, appId, day, breakdowns);
-    await this.days.writeSource(runner, appId, day, source);
+    await this.days.writeDayUsers(runner, appId, day, rows.users);
+    await this.days.writeBreakdowns(runner, appId, day, rows.breakdowns);
+    await this.sources.writeSource(runner, appId, day, source, rows.parts);
     this.metrics.day('computed');
+  }
+
+  /**
+   * Adds the events the day gained since its rows were computed to its rows, when that gives
+   * what computing the whole day would (day-increment.ts); false when it does not, with nothing
+   * written but the new ids' numbers, which the whole day's computation would give them as well.
+   */
+  private async addEvents(
+    runner: QueryRunner,
+    appId: string,
+    day: InsightDay,
+    declared: readonly string[],
+    maxValues: number,
+    source: DaySource,
+  ): Promise<boolean> {
+    const rows = await this.days.loadAfter(runner, appId, day, declared, source.maxId, source.newEvents);
+    const stored = await this.days.storedKeys(runner, appId, day);
+    const addedNames = source.names.filter((name) => !source.storedNames.includes(name));
+    if (!canAddToDay(stored, rows.breakdowns, addedNames, maxValues)) return false;
+    const lists = new Map(
+      (await this.days.storedLists(runner, appId, day, rows.breakdowns)).map((row) => [keyOf(row), row]),
+    );
+    const breakdowns = rows.breakdowns.map((row) => {
+      const added = encodeLists(row);
+      const old = lists.get(keyOf(row));
+      if (!old) return added;
+      return {
+        ...added,
+        users: unionMembers(old.users, added.users),
+        sessions: unionMembers(old.sessions, added.sessions),
+      };
+    });
+    await this.days.addDayUsers(runner, appId, day, rows.users);
+    await this.days.addBreakdowns(runner, appId, day, breakdowns);
+    await this.days.keepDay(runner, appId, day);
+    await this.sources.addSource(runner, appId, day, source.names, rows.parts);
+    return true;
   }
 
   swap(runner: QueryRunner, appId: string, fromDay: string): Promise<void> {
@@ -87,4 +131,9 @@ export class InsightsStep implements RollupDayStep, OnModuleInit {
       this.logger.log(`compacted the insight id packs from ${mb(sizes.before)} MB to ${mb(sizes.after)} MB`);
     }
   }
+}
+
+/** A breakdown row's key as one string. */
+function keyOf(row: BreakdownKey): string {
+  return `${row.dimension}\u0000${row.m}\u0000${row.kind}\u0000${row.value}`;
 }

@@ -1,5 +1,12 @@
 import { MemberList } from './member-bitmaps';
-import { byteaArray, decodeMembers, encodeMembers, MemberUnion, withoutMembers } from './member-lists';
+import {
+  byteaArray,
+  decodeMembers,
+  encodeMembers,
+  MemberUnion,
+  unionMembers,
+  withoutMembers,
+} from './member-lists';
 
 const list = (members: number[]) => encodeMembers(Int32Array.from(members));
 
@@ -25,6 +32,22 @@ describe('member lists', () => {
     });
     const expected = [...new Set(members)].sort((a, b) => a - b);
     expect(decodeMembers(list(members))).toEqual(expected);
+  });
+
+  it('joins two lists into the list of their members, repeats once', () => {
+    expect(decodeMembers(unionMembers(list([0, 5, 300, 70_000]), list([5, 6, 299, 80_000])))).toEqual([
+      0, 5, 6, 299, 300, 70_000, 80_000,
+    ]);
+    expect([...unionMembers(list([]), list([3]))]).toEqual([...list([3])]);
+    expect([...unionMembers(list([1, 2]), list([]))]).toEqual([...list([1, 2])]);
+    let seed = 11;
+    const draw = (n: number) =>
+      Array.from({ length: n }, () => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return seed % 200_000;
+      });
+    const [x, y] = [draw(3000), draw(40)];
+    expect([...unionMembers(list(y), list(x))]).toEqual([...list([...x, ...y])]);
   });
 
   it('counts the distinct members of several lists, and counts again after a reset', () => {

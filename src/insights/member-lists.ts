@@ -93,6 +93,37 @@ export function decodeMembers(list: Uint8Array): number[] {
 }
 
 /**
+ * The list of the members of both `a` and `b`, merged in one pass over each: the shorter list's
+ * members are decoded, the longer one's gaps read and written again. A member's gap in the
+ * union is never longer than in its own list, so the union takes at most both lists' bytes.
+ */
+export function unionMembers(a: Uint8Array, b: Uint8Array): Buffer {
+  if (!a.length || !b.length) return Buffer.from(a.length ? a : b);
+  const [long, short] = a.length >= b.length ? [a, b] : [b, a];
+  const members = decodeMembers(short);
+  const out = Buffer.allocUnsafe(a.length + b.length);
+  let at = 0;
+  let previous = -1;
+  const put = (no: number) => {
+    if (no === previous) return;
+    let gap = no - previous - 1;
+    while (gap >= 0x80) {
+      out[at++] = (gap & 0x7f) | 0x80;
+      gap = Math.floor(gap / 0x80);
+    }
+    out[at++] = gap;
+    previous = no;
+  };
+  let i = 0;
+  forEachMember(long, (no) => {
+    while (i < members.length && members[i] < no) put(members[i++]);
+    put(no);
+  });
+  while (i < members.length) put(members[i++]);
+  return out.subarray(0, at);
+}
+
+/**
  * The list without the members in `removed`, or null when it holds none of them (so that a
  * caller rewrites only the lists that change).
  */

@@ -43,6 +43,7 @@ const SUITES = [
   'test/insights.e2e-spec.ts',
   'test/insights-lifecycle.e2e-spec.ts',
   'test/insight-day-sources.e2e-spec.ts',
+  'test/insight-day-increments.e2e-spec.ts',
   'test/sdk-formats.e2e-spec.ts',
 ];
 
