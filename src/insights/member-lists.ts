@@ -43,15 +43,20 @@ export function encodeMembers(numbers: Int32Array): Buffer {
   for (let i = 0; i < members.length; i++) {
     const no = members[i];
     if (no === previous) continue;
-    let gap = no - previous - 1;
-    while (gap >= 0x80) {
-      out[at++] = (gap & 0x7f) | 0x80;
-      gap = Math.floor(gap / 0x80);
-    }
-    out[at++] = gap;
+    at = writeVarint(out, at, no - previous - 1);
     previous = no;
   }
   return out;
+}
+
+/** Writes `value` as an unsigned LEB128 varint at byte `at` of `out`; gives the byte after it. */
+function writeVarint(out: Buffer, at: number, value: number): number {
+  while (value >= 0x80) {
+    out[at++] = (value & 0x7f) | 0x80;
+    value = Math.floor(value / 0x80);
+  }
+  out[at++] = value;
+  return at;
 }
 
 /** The first member of a non-empty compact list. */
@@ -106,12 +111,7 @@ export function unionMembers(a: Uint8Array, b: Uint8Array): Buffer {
   let previous = -1;
   const put = (no: number) => {
     if (no === previous) return;
-    let gap = no - previous - 1;
-    while (gap >= 0x80) {
-      out[at++] = (gap & 0x7f) | 0x80;
-      gap = Math.floor(gap / 0x80);
-    }
-    out[at++] = gap;
+    at = writeVarint(out, at, no - previous - 1);
     previous = no;
   };
   let i = 0;
