@@ -151,6 +151,30 @@ describe('insights: a day that gained events takes them alone', () => {
     expect(rows).toEqual(await computedWhole());
   });
 
+  it('computes the day whole when it more than doubled', async () => {
+    const start = Math.floor((now - 2 * DAY) / DAY) * DAY;
+    const [{ n }] = (await runner.query(
+      `SELECT count(*)::int AS n FROM events WHERE app_id = $1 AND ts >= $2 AND ts < $3`,
+      [appId, new Date(start), new Date(start + DAY)],
+    )) as { n: number }[];
+    const [{ value }] = (await runner.query(
+      `SELECT value FROM insight_breakdowns
+        WHERE app_id = $1 AND day = $2::date AND dimension = 'appVersion' AND kind = 0 LIMIT 1`,
+      [appId, new Date(start).toISOString().slice(0, 10)],
+    )) as { value: string }[];
+    // One more event than the day held, each of values the day keeps rows of.
+    const kept = Array.from({ length: n + 1 }, (_, i) => {
+      const ts = start + 60_000 + i;
+      return { ...event(2, 50), receivedAt: ts, eventTime: ts, appVersion: value, platform: 'iOS' };
+    });
+    await seedEvents(t.db, appId, kept);
+    const before = await outcomes();
+    await compute();
+    const after = await outcomes();
+    expect([after.computed - before.computed, after.added - before.added]).toEqual([1, 0]);
+    expect(await contents()).toEqual(await computedWhole());
+  });
+
   it('computes the day whole when an event below its largest id comes late', async () => {
     const ts = now - 1 * DAY + 120_000;
     const [id] = await seedEvents(t.db, appId, [

@@ -47,9 +47,11 @@ export class InsightDaySourceRepository {
    * events, an erasure) has other ids: the parts differ but for a chance of about 2⁻⁶⁴ that the
    * hashes of the ids gone and come cancel out exactly. The rows are `same` when all of it is;
    * `grown` when only events with ids past the rows' largest have come: the parts of the events
-   * up to it are the rows', and the names are the rows' or more. The parts stored are those of
-   * the events the day's statement read, in its own snapshot (writeSource, addSource), so an
-   * event committed after it shows at the next comparison.
+   * up to it are the rows', and the names are the rows' or more; and they are no more than the
+   * rows' events, as a day that more than doubled costs about as much to compute whole, and more
+   * often has a value the bound cannot place (which would read the new events twice). The parts
+   * stored are those of the events the day's statement read, in its own snapshot (writeSource,
+   * addSource), so an event committed after it shows at the next comparison.
    */
   async source(
     runner: Sql,
@@ -83,6 +85,7 @@ export class InsightDaySourceRepository {
               coalesce(s.source = d.settings AND s.names = d.names AND s.events = now.events
                        AND s.id_sum = now.id_sum AND s.hash_sum = now.hash_sum, false) AS same,
               coalesce(s.source = d.settings AND s.names <@ d.names AND now.events > s.events
+                       AND now.new_events <= s.events
                        AND s.events = now.events - now.new_events AND s.id_sum = now.id_sum - now.new_id_sum
                        AND s.hash_sum = now.hash_sum - now.new_hash_sum, false) AS grown,
               s.max_id::text AS "maxId", s.names AS "storedNames", (now.events - s.events)::int AS "newEvents"
