@@ -111,6 +111,15 @@ const USER_NUMBERS = `u AS (SELECT DISTINCT ${idKey('k.s', 'id')} AS key FROM k,
 const SECRET_CTE = `k AS (SELECT pii_secret AS s FROM apps WHERE id = $1)`;
 
 /**
+ * The SQL bitmap `bits` made `length` bits long: zeros appended, then cut. `pad` (a number, at
+ * least as large as any bitmap's length, see bitmapLength) is how many zeros are appended first,
+ * as a bit type takes its length as a constant. `bit_or`, `&` and `|` need equal lengths.
+ */
+export function paddedBitmap(bits: string, pad: number, length: string): string {
+  return `substring(${bits} || 0::bit(${pad}) FOR ${length})`;
+}
+
+/**
  * The length every bitmap of the app's `kind` fits in: the numbers given so far, rounded up to
  * whole bytes (at least one byte, as a bit type needs a positive length).
  */
@@ -216,14 +225,15 @@ export class InsightComputationRepository {
     try {
       const mask = await this.userMask(runner, appId, userIds);
       if (mask) {
-        const held = `app_id = $1 AND bit_count(users & substring($2::varbit || 0::bit(${mask.pad}) FOR length(users))) > 0`;
+        const erased = paddedBitmap('$2::varbit', mask.pad, 'length(users)');
+        const held = `app_id = $1 AND bit_count(users & ${erased}) > 0`;
         const days = (await runner.query(
           `SELECT DISTINCT rezone, day::text AS day FROM insight_day_users WHERE ${held}`,
           [appId, mask.bits],
         )) as { rezone: boolean; day: string }[];
         for (const day of days) await this.forgetInBreakdowns(runner, appId, day, mask.numbers);
         await runner.query(
-          `UPDATE insight_day_users SET users = users & ~substring($2::varbit || 0::bit(${mask.pad}) FOR length(users))
+          `UPDATE insight_day_users SET users = users & ~${erased}
             WHERE ${held}`,
           [appId, mask.bits],
         );

@@ -9,13 +9,13 @@ type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
 /**
  * The version of what a day's rows hold for given inputs: a change to the day's statement or to
  * how its rows are written that changes them for the same events takes it up by one, so that
- * every stored day is computed again rather than kept (see InsightDayRepository.source). 2: the
+ * every stored day is computed again rather than kept (see InsightDaySourceRepository.source). 2: the
  * float-value sums are stored exact.
  */
 const COMPUTATION_VERSION = 2;
 
 /**
- * What a day's rows were computed from, against the day now (InsightDayRepository.source):
+ * What a day's rows were computed from, against the day now (InsightDaySourceRepository.source):
  * `same`, they are what computing it would write; `grown`, the day only gained events since, with
  * ids past the stored ones, and can take them alone (day-increment.ts tells whether the rows
  * allow it).

@@ -3,6 +3,7 @@ import { dimensionSql, dimensionsOf } from './dimensions';
 import {
   bitmapLength,
   entryOf,
+  paddedBitmap,
   idKey,
   packedNumber,
   packOf,
@@ -349,7 +350,7 @@ export class InsightDayRepository {
     if (!rows.length) return;
     const bits = await bitmapLength(runner, appId, 'u');
     const length = `greatest(length(t.users), length(EXCLUDED.users))`;
-    const padded = (set: string) => `substring(${set} || 0::bit(${bits}) FOR ${length})`;
+    const padded = (set: string) => paddedBitmap(set, bits, length);
     await this.upsertDayUsers(runner, appId, day, rows, `${padded('t.users')} | ${padded('EXCLUDED.users')}`);
   }
 

@@ -3,7 +3,7 @@ import { to as copyTo } from 'pg-copy-streams';
 import { readCopyTuples } from '@app/database/copy-tuples';
 import { withDriverClient } from '@app/database/driver-client';
 import { ReadDatabase } from '@app/database/read-database';
-import { bitmapLength } from './insight-computation.repository';
+import { bitmapLength, paddedBitmap } from './insight-computation.repository';
 import { dimensionSql, FILTER_DIMENSIONS } from './dimensions';
 import { MemberUnion } from './member-lists';
 import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
@@ -161,7 +161,7 @@ export class InsightRepository {
       const n = await bitmapLength(db, appId, 'u');
       const rows = (await db.query(
         `WITH sets AS (
-           SELECT day, bit_or(substring(users || 0::bit(${n}) FOR ${n})) AS u,
+           SELECT day, bit_or(${paddedBitmap('users', n, String(n))}) AS u,
                   bool_and(computed_at >= day_end) AS settled
              FROM insight_day_users
             WHERE app_id = $1 AND NOT rezone AND event_name = $2 AND is_test_mode = ANY($3::boolean[])
