@@ -10,6 +10,14 @@ import {
 
 const list = (members: number[]) => encodeMembers(Int32Array.from(members));
 
+/** Repeatable pseudo-random draws below a bound, from `seed`. */
+function draws(seed: number): (bound: number) => number {
+  return (bound) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % bound;
+  };
+}
+
 describe('member lists', () => {
   it('sorts, drops repeats and writes each gap minus one as a varint', () => {
     const encoded = encodeMembers(new MemberList('17,0,9,9,17,200').members);
@@ -25,11 +33,8 @@ describe('member lists', () => {
 
   it('round-trips large numbers and long random sets', () => {
     expect(decodeMembers(list([2 ** 31 - 2, 3, 128, 16_384]))).toEqual([3, 128, 16_384, 2 ** 31 - 2]);
-    let seed = 7;
-    const members = Array.from({ length: 5000 }, () => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed % 3_000_000;
-    });
+    const next = draws(7);
+    const members = Array.from({ length: 5000 }, () => next(3_000_000));
     const expected = [...new Set(members)].sort((a, b) => a - b);
     expect(decodeMembers(list(members))).toEqual(expected);
   });
@@ -40,12 +45,8 @@ describe('member lists', () => {
     ]);
     expect([...unionMembers(list([]), list([3]))]).toEqual([...list([3])]);
     expect([...unionMembers(list([1, 2]), list([]))]).toEqual([...list([1, 2])]);
-    let seed = 11;
-    const draw = (n: number) =>
-      Array.from({ length: n }, () => {
-        seed = (seed * 1103515245 + 12345) % 2 ** 31;
-        return seed % 200_000;
-      });
+    const next = draws(11);
+    const draw = (n: number) => Array.from({ length: n }, () => next(200_000));
     const [x, y] = [draw(3000), draw(40)];
     expect([...unionMembers(list(y), list(x))]).toEqual([...list([...x, ...y])]);
   });
@@ -67,11 +68,7 @@ describe('member lists', () => {
   });
 
   it('counts random lists of one to five bytes a gap exactly, growing its bitmap within a list', () => {
-    let seed = 11;
-    const next = (bound: number) => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed % bound;
-    };
+    const next = draws(11);
     const union = new MemberUnion();
     for (let row = 0; row < 3; row++) {
       const seen = new Set<number>();
@@ -84,6 +81,27 @@ describe('member lists', () => {
       }
       expect(union.count).toBe(seen.size);
       union.reset();
+    }
+  });
+
+  it("counts gaps of one and two bytes in any mix, to the list's last byte, beside longer ones", () => {
+    const next = draws(5);
+    const union = new MemberUnion();
+    const seen = new Set<number>();
+    let from = 0;
+    for (let l = 0; l < 40; l++) {
+      // Gaps around 128, where one byte becomes two; every fifth list also jumps three bytes.
+      const members: number[] = [];
+      let no = from + next(300);
+      for (let i = 0; i < 200 + next(200); i++) {
+        members.push(no);
+        no += 1 + next(260) + (i === 100 && l % 5 === 0 ? 40_000 : 0);
+      }
+      if (l % 2) members.push(no + 128); // a list that ends on a gap of two bytes
+      for (const m of members) seen.add(m);
+      union.add(list(members));
+      from += 7_000;
+      expect(union.count).toBe(seen.size);
     }
   });
 
