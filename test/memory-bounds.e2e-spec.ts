@@ -11,10 +11,14 @@ import { testDatabaseUrl, useTestApp } from './support/test-app';
 
 const ROOT = path.resolve(__dirname, '..');
 const SERVER_JS = path.join(ROOT, 'dist/src/main.js');
-// The heap and malloc arena caps the start script gives the server (package.json config).
-const { heapMb: HEAP_MB, mallocArenaMax: MALLOC_ARENA_MAX } = (
+// The heap settings and malloc arena cap the start script gives the server (package.json config).
+const {
+  heapMb: HEAP_MB,
+  heapStartMb: HEAP_START_MB,
+  mallocArenaMax: MALLOC_ARENA_MAX,
+} = (
   JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
-    config: { heapMb: string; mallocArenaMax: string };
+    config: { heapMb: string; heapStartMb: string; mallocArenaMax: string };
   }
 ).config;
 // Scaled down from the 2,000 default so that the flood stays quick; the shape is the same.
@@ -55,7 +59,8 @@ async function startServer(
 ): Promise<{ base: string; child: ChildProcess; log: string[] }> {
   const port = await freePort();
   const log: string[] = [];
-  const child = spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, SERVER_JS], {
+  const heap = [`--max-old-space-size=${HEAP_MB}`, `--initial-old-space-size=${HEAP_START_MB}`];
+  const child = spawn(process.execPath, [...heap, SERVER_JS], {
     cwd: ROOT,
     env: {
       ...process.env,

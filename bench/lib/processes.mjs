@@ -169,16 +169,23 @@ function handle(child, output, baseUrl) {
   };
 }
 
-// The V8 heap cap and the glibc arena cap that `npm start` gives the server (package.json
-// `config.heapMb` and `config.mallocArenaMax`).
-const { heapMb: HEAP_MB, mallocArenaMax: MALLOC_ARENA_MAX } = JSON.parse(
-  readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
-).config;
+// The V8 heap cap, the old generation's starting size and the glibc arena cap that `npm start`
+// gives the server (package.json `config.heapMb`, `config.heapStartMb`, `config.mallocArenaMax`).
+const {
+  heapMb: HEAP_MB,
+  heapStartMb: HEAP_START_MB,
+  mallocArenaMax: MALLOC_ARENA_MAX,
+} = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).config;
 
 /** Starts `node dist/src/main.js` as `npm start` does (heap and arena caps), against `databaseUrl`, and waits for /healthz. */
 export async function startServer({ dist, databaseUrl, env = {}, nodeArgs = [] }) {
   const port = await freePort();
-  const args = [`--max-old-space-size=${HEAP_MB}`, ...nodeArgs, `${dist}/src/main.js`];
+  const args = [
+    `--max-old-space-size=${HEAP_MB}`,
+    `--initial-old-space-size=${HEAP_START_MB}`,
+    ...nodeArgs,
+    `${dist}/src/main.js`,
+  ];
   const child = spawn(process.execPath, args, {
     env: {
       PATH: process.env.PATH,
