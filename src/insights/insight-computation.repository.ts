@@ -14,7 +14,7 @@ export interface InsightDay {
 }
 
 /** Whatever runs a query: a QueryRunner, an EntityManager or a DataSource. */
-type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
+export type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
 
 const WORK_MEM = '128MB';
 

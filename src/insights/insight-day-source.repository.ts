@@ -1,10 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
-import type { InsightDay } from './insight-computation.repository';
+import type { InsightDay, Sql } from './insight-computation.repository';
 import { type DayParts, withoutParallelWorkers } from './insight-day.repository';
-
-/** Whatever runs a query: a QueryRunner, an EntityManager or a DataSource. */
-type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
 
 /**
  * The version of what a day's rows hold for given inputs: a change to the day's statement or to

@@ -10,14 +10,12 @@ import {
   SET_TABLES,
   tailOf,
   type InsightDay,
+  type Sql,
 } from './insight-computation.repository';
 import { EVENT_COLUMN as c } from '@app/common/events/event-fields';
 import { MemberList, varbitArray } from './member-bitmaps';
 import { byteaArray, encodeMembers } from './member-lists';
 import type { BreakdownKey } from './day-increment';
-
-/** Whatever runs a query: a QueryRunner, an EntityManager or a DataSource. */
-type Sql = { query(sql: string, params?: unknown[]): Promise<unknown> };
 
 /**
  * About this many bytes of bitmaps or lists go in one statement's parameters: a batch is built (its lists
