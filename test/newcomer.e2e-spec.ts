@@ -60,6 +60,22 @@ describe('newcomer path: the README and guides work as written', () => {
     expect((await expand({})).stdout).toContain(`--max-old-space-size=${pkg.config.heapMb} `);
   });
 
+  it('`npm start` starts the old generation at heapStartMb, as docs/operations.md and the systemd unit say', async () => {
+    const pkg = JSON.parse(read('package.json'));
+    const flags = `--max-old-space-size=${pkg.config.heapMb} --initial-old-space-size=${pkg.config.heapStartMb}`;
+    expect(pkg.config.heapStartMb).toBe('128');
+    expect(read('docs/operations.md')).toContain(`\`node ${flags}\``);
+    expect(read('deploy/systemd/tally.service')).toContain(`ExecStart=/usr/bin/node ${flags} `);
+    const { stdout } = await exec('sh', ['-c', `echo ${pkg.scripts.start}`], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        npm_package_config_heapMb: pkg.config.heapMb,
+        npm_package_config_heapStartMb: pkg.config.heapStartMb,
+      },
+    });
+    expect(stdout).toContain(` node ${flags} dist/src/main.js`);
+  });
+
   it('`npm start` caps glibc malloc arenas, as docs/operations.md says, unless MALLOC_ARENA_MAX is set', async () => {
     expect(read('docs/operations.md')).toContain('MALLOC_ARENA_MAX=2');
     const pkg = JSON.parse(read('package.json'));
