@@ -34,6 +34,7 @@ describe('ingest commits every event within half the export horizon', () => {
           WHERE ((wait_event_type = 'Lock' AND query LIKE '%WITH input AS%')
                  OR query LIKE 'SELECT tally_ingest_app_%')
             AND pid <> pg_backend_pid()
+            AND datname = current_database()
             AND clock_timestamp() - query_start > interval '300 milliseconds'`,
       )) as unknown[];
       if (rows.length) break;

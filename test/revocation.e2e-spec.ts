@@ -58,7 +58,7 @@ describe('revocation reaches every instance at once (LISTEN/NOTIFY)', () => {
 
   async function listeners(): Promise<number[]> {
     const rows = (await a.db.query(
-      `SELECT pid FROM pg_stat_activity WHERE application_name = 'tally-listen'`,
+      `SELECT pid FROM pg_stat_activity WHERE application_name = 'tally-listen' AND datname = current_database()`,
     )) as { pid: number }[];
     return rows.map((r) => r.pid);
   }

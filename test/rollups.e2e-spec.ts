@@ -512,7 +512,9 @@ describe('rollups', () => {
         const waiters = async () =>
           (
             (await t.db.query(
-              `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+              `SELECT count(*)::int AS n FROM pg_locks
+                WHERE locktype = 'advisory' AND NOT granted
+                  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
             )) as { n: number }[]
           )[0].n;
         while ((await waiters()) === 0) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -537,7 +539,9 @@ describe('rollups', () => {
       let pid: number | undefined;
       for (let i = 0; i < 100 && pid === undefined; i++) {
         const rows = (await t.db.query(
-          `SELECT pid FROM pg_locks WHERE relation = 'rollups'::regclass AND NOT granted`,
+          `SELECT pid FROM pg_locks
+            WHERE relation = 'rollups'::regclass AND NOT granted
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
         )) as { pid: number }[];
         pid = rows[0]?.pid;
         if (pid === undefined) await new Promise((r) => setTimeout(r, 50));
