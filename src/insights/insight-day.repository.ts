@@ -415,8 +415,7 @@ export class InsightDayRepository {
     await this.upsertBreakdowns(runner, appId, day, rows, (r) => r, {
       events: 't.events + EXCLUDED.events',
       fv_count: 't.fv_count + EXCLUDED.fv_count',
-      fv_sum: `CASE WHEN t.fv_sum IS NULL OR EXCLUDED.fv_sum IS NULL THEN coalesce(t.fv_sum, EXCLUDED.fv_sum)
-                    ELSE t.fv_sum + EXCLUDED.fv_sum END`,
+      fv_sum: 'coalesce(t.fv_sum + EXCLUDED.fv_sum, t.fv_sum, EXCLUDED.fv_sum)',
       fv_min: 'least(t.fv_min, EXCLUDED.fv_min)',
       fv_max: 'greatest(t.fv_max, EXCLUDED.fv_max)',
       users: 'EXCLUDED.users',
