@@ -17,7 +17,8 @@ const rejectedBatch = (tag: string) => ({
 });
 
 describe('ingest CPU budget per key (INGEST_CPU_MS_PER_SECOND)', () => {
-  // 1 ms of CPU per second: the first big batch spends the whole burst and more.
+  // 1 ms of CPU per second: after one big batch, the key's pause (its cost × 999, at most 1 s) is
+  // past the 250 ms drain bound, and so is any batch waiting behind another.
   const t = useTestApp({ INGEST_CPU_MS_PER_SECOND: '1', INGEST_RATE_REQUESTS: '1000' });
 
   /** Another app's request: for the next second, keys on the instance are contended and shares bind. */
@@ -27,7 +28,7 @@ describe('ingest CPU budget per key (INGEST_CPU_MS_PER_SECOND)', () => {
     expect(res.status).toBe(200);
   }
 
-  it('a key over its share gets 429 rate_limited with Retry-After; rejected events count too', async () => {
+  it('a key whose waiting work is past the drain bound at its share gets 429 rate_limited with Retry-After; rejected events count too', async () => {
     const attacker = await makeTenant(t.app);
     await anotherAppIngests();
     const first = await postIngest(t.http, attacker.liveKey, rejectedBatch('a'));
@@ -130,7 +131,7 @@ describe('ingest CPU budget per key (INGEST_CPU_MS_PER_SECOND)', () => {
     expect(JSON.parse(wrong.body)).toEqual(expect.objectContaining({ code: 'invalid_key' }));
   });
 
-  it("a key's batches sent together take turns: once its share is spent, the waiting ones get 429", async () => {
+  it("a key's batches sent together: the first is let in, and the others, waiting behind it past the drain bound, get 429", async () => {
     const attacker = await makeTenant(t.app);
     // Another app keeps sending while the attacker's batches wait their turns (a turn's pause
     // can outlast the contention window of one request).
@@ -146,8 +147,8 @@ describe('ingest CPU budget per key (INGEST_CPU_MS_PER_SECOND)', () => {
     await other;
     const served = answers.filter((r) => r.status === 200);
     const refused = answers.filter((r) => r.status !== 200);
-    // The first to get the turn spends the whole share; the others are refused, before or after
-    // their body was read, never served.
+    // The first is let in and served; the others would wait behind it for longer than the bound,
+    // and are refused at the door, never served.
     expect(served).toHaveLength(1);
     expect(served[0].body).toEqual(expect.objectContaining({ received: 1000, rejected: 1000 }));
     expect(refused).toHaveLength(2);

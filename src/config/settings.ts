@@ -365,7 +365,7 @@ export const SETTINGS = {
       doc: 'a sixteenth of the cores in ms, 100 to 250 (125 on 2 cores)',
       example: '125',
     }),
-    doc: 'CPU one ingest key may use per second on an instance: the process CPU of parsing its bodies and validating its events, plus 1 ms per 128 KiB of body read; rejected events count as much as accepted ones. A key\'s requests take turns at that work, paced to that share (docs/security.md, "Turns"). The share binds only while another key has sent a request to the instance within the last second: a key alone is neither paused nor refused. Past it, `429 rate_limited` with `limitCpuMsPerSecond` and a `Retry-After` of when the key has CPU again. Bounds what a leaked public ingest key sending large all-rejected batches can take from other apps (docs/security.md).',
+    doc: 'CPU one ingest key may use per second on an instance: the process CPU of parsing its bodies and validating its events, plus 1 ms per 128 KiB of body read; rejected events count as much as accepted ones. A key\'s requests take turns at that work, paced to that share (docs/security.md, "Turns"). The share binds only while another key has sent a request to the instance within the last second: a key alone is neither paused nor refused. While it binds, a request is refused with `429 rate_limited`, `limitCpuMsPerSecond` and a `Retry-After` of the drain time when the key\'s work already waiting would take more than 250 ms to run at its share. At 1000 or more a key may have the whole loop: nothing is paced or refused. Bounds what a leaked public ingest key sending large all-rejected batches can take from other apps (docs/security.md).',
   }),
 
   // Rollups and retention

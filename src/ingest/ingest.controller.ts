@@ -10,7 +10,7 @@ import { API_TAGS, ApiProblemResponse, INGEST_KEY_SCHEME, RATE_LIMIT_HEADERS } f
 import { IngestBatchDto } from './ingest.dto';
 import { IngestResultDto } from './ingest-result.dto';
 import { IngestService } from './ingest.service';
-import { IngestCpuBudgets } from './ingest-cpu.budget';
+import { declaredBytes, IngestCpuBudgets } from './ingest-cpu.budget';
 import type { IngestResult } from './ingest.types';
 
 @ApiTags(API_TAGS.ingest)
@@ -62,8 +62,8 @@ export class IngestController {
   )
   @ApiProblemResponse(
     429,
-    'Request or event rate of the key exceeded, its requests used more than INGEST_CPU_MS_PER_SECOND of ' +
-      'server CPU per second, the key already holds INGEST_MAX_INFLIGHT_BYTES_PER_KEY of bodies in flight, ' +
+    'Request or event rate of the key exceeded, its requests already waiting would take more than 250 ms ' +
+      'at its share of server CPU (INGEST_CPU_MS_PER_SECOND), the key already holds INGEST_MAX_INFLIGHT_BYTES_PER_KEY of bodies in flight, ' +
       'or too many invalid keys; nothing stored.',
     ['Retry-After'],
   )
@@ -76,7 +76,7 @@ export class IngestController {
   async ingest(@Req() req: Request): Promise<IngestResult> {
     // The body is read here, after the guards, never by a global parser.
     const key = requestKey(req);
-    const meter = this.cpu.admit(key.id);
+    const meter = await this.cpu.enter(key.id, declaredBytes(req.headers));
     try {
       const body = await this.reader.read(req, key.id, meter);
       return await this.service.ingest(key, body, meter);

@@ -4,7 +4,7 @@ import type { Request } from 'express';
 import { requestKey } from '@app/auth/authenticated-request';
 import { API_TAGS, INGEST_KEY_SCHEME } from '@app/common/openapi';
 import { IngestBodyReader } from '@app/ingest/ingest-body.reader';
-import { IngestCpuBudgets } from '@app/ingest/ingest-cpu.budget';
+import { declaredBytes, IngestCpuBudgets } from '@app/ingest/ingest-cpu.budget';
 import { postHogMapping } from './posthog.mapping';
 import { SdkIngestEndpoint } from './sdk-endpoint.decorator';
 import { SdkIngestService, type SdkIngestResult } from './sdk-ingest.service';
@@ -40,7 +40,7 @@ export class PostHogController {
   @SdkIngestEndpoint(PostHogKeyGuard, PostHogResultDto, 'A PostHog batch, one event, or an array of events.')
   async capture(@Req() req: Request): Promise<SdkIngestResult & { status: 1 }> {
     const key = requestKey(req);
-    const meter = this.cpu.admit(key.id);
+    const meter = await this.cpu.enter(key.id, declaredBytes(req.headers));
     try {
       const early = preReadBody(req);
       if (early) {

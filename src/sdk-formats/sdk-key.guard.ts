@@ -114,7 +114,9 @@ abstract class SdkKeyGuard implements CanActivate {
         // A wrong key's 401 ends the read as it is thrown (BodyPeek).
         await this.auth.authenticate(req, 'ingest', key);
         peeked = key;
-        return this.budgets.refusal(requestKey(req).id);
+        const refused = this.budgets.refusal(requestKey(req).id);
+        if (refused !== null) await this.budgets.hold(refused);
+        return refused;
       },
     };
     const bytes = await this.reader.readBytes(req, UNAUTHENTICATED, cpu, this.format(req), peek);

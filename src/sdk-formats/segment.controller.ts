@@ -5,7 +5,7 @@ import { requestKey } from '@app/auth/authenticated-request';
 import { AppError } from '@app/common/app-error';
 import { API_TAGS, INGEST_KEY_SCHEME, SEGMENT_KEY_SCHEME } from '@app/common/openapi';
 import { IngestBodyReader } from '@app/ingest/ingest-body.reader';
-import { IngestCpuBudgets } from '@app/ingest/ingest-cpu.budget';
+import { declaredBytes, IngestCpuBudgets } from '@app/ingest/ingest-cpu.budget';
 import { SdkIngestEndpoint } from './sdk-endpoint.decorator';
 import { SdkIngestService, type SdkIngestResult } from './sdk-ingest.service';
 import { preReadBody, SEGMENT_FORMAT, SegmentKeyGuard } from './sdk-key.guard';
@@ -46,7 +46,7 @@ export class SegmentController {
       throw new AppError('not_found', `No Segment endpoint ${endpoint}; see docs/sdks.md.`);
     }
     const key = requestKey(req);
-    const meter = this.cpu.admit(key.id);
+    const meter = await this.cpu.enter(key.id, declaredBytes(req.headers));
     try {
       const early = preReadBody(req);
       if (early) {

@@ -63,6 +63,12 @@ export class KeyTurns {
     }
   }
 
+  /** How long the key's pause after its last turn has still to run, in ms (0 when none). */
+  pauseLeft(keyId: string, now = performance.now()): number {
+    const turn = this.turns.get(keyId);
+    return turn === undefined || turn.held ? 0 : Math.max(0, turn.freeAt - now);
+  }
+
   /** Keys with a turn held, waited for or pausing (for tests and metrics). */
   get size(): number {
     return this.turns.size;
@@ -90,4 +96,4 @@ export class KeyTurns {
 }
 
 /** The longest pause after one turn: a single very costly request does not park its key for long. */
-const MAX_PAUSE_MS = 1000;
+export const MAX_PAUSE_MS = 1000;

@@ -10,7 +10,7 @@ export type BudgetAdmission =
 
 /**
  * Per key on this instance: how many of its requests run, and how many milliseconds of some
- * cost (read time, ingest CPU) it may still spend. Credit refills at `msPerSecond` up to
+ * cost (read time, an export's work) it may still spend. Credit refills at `msPerSecond` up to
  * `burstMs`, so a key that was idle may spend a burst at once; a request is admitted while the
  * key has credit left and is charged what it cost when it ends, so credit can go below zero and
  * the key then waits until it refills.
@@ -31,15 +31,6 @@ export class KeyTimeBudgets {
     if (wait !== null) return { ok: false, reason: 'time', retryAfterMs: wait };
     entry.running++;
     return { ok: true };
-  }
-
-  /** Gives the key back a full burst of credit, forgiving what it spent (it was alone). */
-  forgive(keyId: string, msPerSecond: number, now = Date.now()): void {
-    const entry = this.keys.get(keyId);
-    if (entry) {
-      entry.credit = this.burstMs(msPerSecond);
-      entry.refilledAt = now;
-    }
   }
 
   /** Charges `spentMs` of a request that is still running (its `give` charges only the rest). */
