@@ -1200,7 +1200,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request or event rate of the key exceeded, its requests used more than INGEST_CPU_MS_PER_SECOND of server CPU per second, the key already holds INGEST_MAX_INFLIGHT_BYTES_PER_KEY of bodies in flight, or too many invalid keys; nothing stored. */
+            /** @description Request or event rate of the key exceeded, its requests already waiting would take more than 250 ms at its share of server CPU (INGEST_CPU_MS_PER_SECOND), the key already holds INGEST_MAX_INFLIGHT_BYTES_PER_KEY of bodies in flight, or too many invalid keys; nothing stored. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
