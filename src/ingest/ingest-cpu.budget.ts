@@ -123,18 +123,18 @@ const NOMINAL_BODY_BYTES = 64 * 1024;
 /** How much of a key's measured cost per byte each new request moves. */
 const RATE_WEIGHT = 0.25;
 
+/** A 429 of the CPU share, and how long its answer is held (IngestCpuBudgets.hold). */
+export interface Refusal {
+  error: AppError;
+  holdMs: number;
+}
+
 /** A key's requests admitted and not yet through their turn, and its measured cost per byte. */
 interface Backlog {
   requests: number;
   /** Their expected CPU, ms. */
   ms: number;
   msPerByte: number;
-}
-
-/** The body size a request declares (Content-Length), if any. */
-export function declaredBytes(headers: Record<string, string | string[] | undefined>): number | undefined {
-  const length = Number(headers['content-length']);
-  return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
 }
 
 /**
@@ -165,53 +165,42 @@ export class IngestCpuBudgets {
   private readonly turns = new KeyTurns();
   private readonly active = new ActiveKeys(CONTENTION_WINDOW_MS);
   private readonly backlogs = new Map<string, Backlog>();
-  private readonly holds = new WeakMap<AppError, number>();
 
   constructor(@Inject(APP_CONFIG) private readonly config: ConfigSlice<'ingestCpuMsPerSecond'>) {}
 
   /**
-   * The 429 that `admit` would answer the key now, or null; admits nothing. For a request whose
-   * key is found in its body's first bytes: refused there, the rest of the body is never read.
+   * The 429 a request of the key would be answered now, with how long to hold it (`hold`), or
+   * null; admits nothing. For a request whose key is found in its body's first bytes: refused
+   * there, the rest of the body is never read.
    */
-  refusal(keyId: string, now = Date.now()): AppError | null {
+  refusal(keyId: string, now = Date.now()): Refusal | null {
     this.active.touch(keyId, now);
     // Alone, or with a share of the whole loop (1,000 ms a second or more), nothing binds.
     if (this.share() >= 1 || !this.active.othersActive(keyId, now)) return null;
     const drainMs = this.drainMs(keyId);
     if (drainMs <= DRAIN_BOUND_MS) return null;
     // The body is not read: closing the connection spares the server the rest of the upload.
-    const refused = this.overBudget(drainMs);
-    this.holds.set(refused, Math.min(MAX_HOLD_MS, drainMs - DRAIN_BOUND_MS));
-    return refused;
+    return { error: this.overBudget(drainMs), holdMs: Math.min(MAX_HOLD_MS, drainMs - DRAIN_BOUND_MS) };
   }
 
   /**
    * Waits before a refusal is answered, for as long as the key's waiting work stays past the
-   * bound (at most MAX_HOLD_MS): a client that resends at once, ignoring Retry-After, then
-   * cannot make the server refuse it faster than its work drains.
+   * bound (at most MAX_HOLD_MS), and gives its error: a client that resends at once, ignoring
+   * Retry-After, then cannot make the server refuse it faster than its work drains.
    */
-  async hold(refused: AppError): Promise<void> {
-    const ms = this.holds.get(refused);
-    if (ms !== undefined && ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
-  }
-
-  /** `admit`, with a refusal held (`hold`) before it is thrown. */
-  async enter(keyId: string, bytes?: number): Promise<CpuMeter> {
-    try {
-      return this.admit(keyId, bytes);
-    } catch (err) {
-      if (err instanceof AppError) await this.hold(err);
-      throw err;
-    }
+  async hold(refused: Refusal): Promise<AppError> {
+    if (refused.holdMs > 0) await new Promise((resolve) => setTimeout(resolve, refused.holdMs));
+    return refused.error;
   }
 
   /**
    * Admits a request of the key with a body of `bytes` (as declared; a nominal size when
-   * unknown), or throws 429 `rate_limited` while the key's waiting work is past the drain bound.
+   * unknown), or throws 429 `rate_limited`, once held, while the key's waiting work is past the
+   * drain bound.
    */
-  admit(keyId: string, bytes = NOMINAL_BODY_BYTES, now = Date.now()): CpuMeter {
-    const refused = this.refusal(keyId, now);
-    if (refused !== null) throw refused;
+  async enter(keyId: string, bytes = NOMINAL_BODY_BYTES): Promise<CpuMeter> {
+    const refused = this.refusal(keyId);
+    if (refused !== null) throw await this.hold(refused);
     let backlog = this.backlogs.get(keyId);
     if (backlog === undefined) {
       backlog = { requests: 0, ms: 0, msPerByte: DEFAULT_MS_PER_BYTE };

@@ -10,7 +10,8 @@ import { API_TAGS, ApiProblemResponse, INGEST_KEY_SCHEME, RATE_LIMIT_HEADERS } f
 import { IngestBatchDto } from './ingest.dto';
 import { IngestResultDto } from './ingest-result.dto';
 import { IngestService } from './ingest.service';
-import { declaredBytes, IngestCpuBudgets } from './ingest-cpu.budget';
+import { IngestCpuBudgets } from './ingest-cpu.budget';
+import { declaredBytes } from '@app/common/http/json-body';
 import type { IngestResult } from './ingest.types';
 
 @ApiTags(API_TAGS.ingest)

@@ -115,8 +115,7 @@ abstract class SdkKeyGuard implements CanActivate {
         await this.auth.authenticate(req, 'ingest', key);
         peeked = key;
         const refused = this.budgets.refusal(requestKey(req).id);
-        if (refused !== null) await this.budgets.hold(refused);
-        return refused;
+        return refused === null ? null : this.budgets.hold(refused);
       },
     };
     const bytes = await this.reader.readBytes(req, UNAUTHENTICATED, cpu, this.format(req), peek);

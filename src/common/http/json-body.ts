@@ -240,12 +240,18 @@ export async function readBodyBytes(
   }
   const limit = limits.maxBytes;
   const rawLimit = encoding === 'gzip' ? limit + GZIP_SLACK_BYTES : limit;
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > rawLimit) {
+  const declared = declaredBytes(req.headers);
+  if (declared !== undefined && declared > rawLimit) {
     // Refused unread; closing the connection spares the server the rest of the upload.
     throw limits.tooLarge(declared, `The body is ${declared} bytes; the limit is ${limit}.`);
   }
   return collect(req, encoding, rawLimit, limits, limits.budget?.() ?? (() => null));
+}
+
+/** The body size a request declares (Content-Length), if any. */
+export function declaredBytes(headers: Request['headers']): number | undefined {
+  const length = Number(headers['content-length']);
+  return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
 }
 
 /** Reads and parses a JSON body: `readBodyBytes`, then `parseJsonBody`. */
