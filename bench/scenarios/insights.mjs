@@ -239,7 +239,78 @@ async function recomputeComparison(dist, url, db, log) {
   out.ratio = (out.unchangedMedian ?? out.withInsights.seconds) / rollups;
   out.firstRatio = out.withInsights.seconds / rollups;
   out.changedRatio = out.changedMedian === null ? null : out.changedMedian / rollups;
+  out.floor = await firstComputationFloor(dist, db, app, now, rollups / 30, log);
   return out;
+}
+
+/**
+ * A floor under what a first computation of a day costs beside the rollups: statements that each
+ * do only part of what an exact computation of the day's breakdowns and user sets must do, timed
+ * on sample days of the comparison's app in the same run. One reads the
+ * day and counts its events per mode and value of each dimension (no users, no sessions, no
+ * statistics but the count); the other lists the day's distinct user and session ids with their
+ * keys (what numbering them starts from), and the same without the keys. Their sums against what
+ * 1.5 × the rollups leaves a day.
+ */
+async function firstComputationFloor(dist, db, appId, now, rollupsDaySeconds, log) {
+  const load = requireDist(dist);
+  const { dimensionsOf, dimensionSql } = load('src/insights/dimensions.js');
+  const { idKey } = load('src/insights/insight-computation.repository.js');
+  const columns = dimensionsOf([]).map((name, i) => `${dimensionSql(name, () => 'NULL')} AS d${i}`);
+  const sets = columns.map((_, i) => `(is_test_mode, d${i})`).join(', ');
+  const range = `app_id = $1 AND ts >= $2 AND ts < $3`;
+  const statements = {
+    counts: `SELECT count(*) FROM (SELECT count(*) FROM (SELECT is_test_mode, ${columns.join(', ')} FROM events e WHERE ${range}) x
+               GROUP BY GROUPING SETS (${sets})) g`,
+    distinctIds: `SELECT count(*) FROM (
+               SELECT DISTINCT anonymous_user_id FROM events WHERE ${range} AND anonymous_user_id IS NOT NULL
+               UNION ALL
+               SELECT DISTINCT session_id FROM events WHERE ${range} AND session_id IS NOT NULL) d`,
+    idKeys: `SELECT sum(get_byte(key, 0)) FROM (
+               SELECT ${idKey('k.s', 'id')} AS key FROM (SELECT pii_secret AS s FROM apps WHERE id = $1) k,
+                      (SELECT DISTINCT anonymous_user_id AS id FROM events WHERE ${range} AND anonymous_user_id IS NOT NULL
+                       UNION ALL
+                       SELECT DISTINCT session_id FROM events WHERE ${range} AND session_id IS NOT NULL) d) x`,
+  };
+  const today = Math.floor(now / DAY_MS) * DAY_MS;
+  const times = { counts: [], distinctIds: [], idKeys: [] };
+  await db.query('BEGIN');
+  try {
+    // As the day's statement runs: with the step's work_mem (InsightComputationRepository.prepare),
+    // and in one process (a statement that writes, as it does, gets no parallel workers).
+    await db.query(`SET LOCAL work_mem = '128MB'`);
+    await db.query(`SET LOCAL max_parallel_workers_per_gather = 0`);
+    for (const back of [24, 17, 10, 3]) {
+      const start = new Date(today - back * DAY_MS);
+      const end = new Date(today - (back - 1) * DAY_MS);
+      for (let run = 0; run < 3; run++) {
+        for (const [name, sql] of Object.entries(statements)) {
+          const started = performance.now();
+          await db.query(sql, [appId, start, end]);
+          times[name].push(performance.now() - started);
+        }
+      }
+    }
+  } finally {
+    await db.query('ROLLBACK');
+  }
+  const median = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const rollupsDayMs = rollupsDaySeconds * 1000;
+  const floor = {
+    rollupsDayMs: Math.round(rollupsDayMs),
+    countsMs: Math.round(median(times.counts)),
+    distinctIdsMs: Math.round(median(times.distinctIds)),
+    idKeysMs: Math.round(median(times.idKeys)),
+    budgetMs: Math.round(rollupsDayMs * (INSIGHT_TARGETS.recomputeRatio - 1)),
+  };
+  floor.ratio = (rollupsDayMs + floor.countsMs + floor.idKeysMs) / rollupsDayMs;
+  // Without the keys: any exact count of users per value needs the day's distinct ids at least.
+  floor.ratioWithoutKeys = (rollupsDayMs + floor.countsMs + floor.distinctIdsMs) / rollupsDayMs;
+  log(
+    `insights: first computation's floor ${floor.countsMs} + ${floor.idKeysMs} ms a day against ` +
+      `${floor.budgetMs} ms left by ${INSIGHT_TARGETS.recomputeRatio} x (ratio at least ${floor.ratio.toFixed(2)})`,
+  );
+  return floor;
 }
 
 /**
@@ -331,7 +402,9 @@ async function recomputeMain(root, log) {
       note:
         'One run on a shared 2-core machine. Each ratio is against the median pass of the rollups alone: ratio ' +
         'the median recompute of computed days (inputs unchanged), changedRatio the median recompute after one ' +
-        'late event on every day, firstRatio the first computation (every id numbered).',
+        'late event on every day, firstRatio the first computation (every id numbered). floor: the median time a ' +
+        'day of two statements that do part of what any exact first computation must (counts per dimension value; ' +
+        'distinct ids and their keys), beside the rollups alone per day and what 1.5 x of it leaves (budgetMs).',
       loadAverage: os.loadavg()[0],
       ...recompute,
       target: INSIGHT_TARGETS.recomputeRatio,
