@@ -213,7 +213,7 @@ describe('GET /api/v1/events', () => {
       // Stored before payloads were kept as json: in the jsonb column, whose key order is
       // shorter keys first.
       await seedEvents(t.db, own.appId, [
-        { eventName: 'Old.event', timestamp: base, receivedAt: base, payload: { alpha: 'a', zeta: 1 } },
+        { eventName: 'Old.event', ts: base, receivedAt: base, payload: { alpha: 'a', zeta: 1 } },
       ]);
       const ingest = await postIngest(t.http, own.liveKey, {
         events: [

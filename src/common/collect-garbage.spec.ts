@@ -23,7 +23,8 @@ async function collectionsDuring(run: () => void): Promise<number[]> {
   await settleHeap();
   const kinds: number[] = [];
   const observer = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) kinds.push((entry.detail as { kind: number }).kind);
+    for (const entry of list.getEntries())
+      kinds.push((entry as unknown as { detail: { kind: number } }).detail.kind);
   });
   observer.observe({ entryTypes: ['gc'] });
   run();
