@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { PlansService } from '@app/plans/plans.service';
+import { COMPILE_DEADLINES } from '@app/plans/plan-worker';
 import { bearer, makeApiKey, makeTenant, postIngest } from './factories';
 import { useTestApp } from './support/test-app';
 import { expectProblem } from './support/problem';
@@ -303,6 +304,31 @@ describe('Tracking plan bounds (e2e)', () => {
       expect((await postIngest(t.http, other.liveKey, { events: [{ eventName: 'After' }] })).status).toBe(
         200,
       );
+    }, 60_000);
+
+    it('a compile the machine is too busy to run in time is 503 with Retry-After, and nothing is stored', async () => {
+      const s = await setup(t.app);
+      // As on a machine so busy that the clock runs out before the compiler has had its CPU time.
+      const deadline = { ...COMPILE_DEADLINES.request };
+      COMPILE_DEADLINES.request.wallMs = 1;
+      try {
+        const res = await putPlan(t.http, s.appId, s.planKey, heavyPlan(10));
+        expectProblem(res, 503, 'service_unavailable');
+        expect(res.body.detail).toMatch(
+          /^The server was too busy to compile the plan within 0\.001 s \(it had used \d+ ms of CPU\); nothing was stored\. Retry after Retry-After\.$/,
+        );
+        expect(res.headers['retry-after']).toBe('10');
+      } finally {
+        Object.assign(COMPILE_DEADLINES.request, deadline);
+      }
+      const current = await request(t.http)
+        .get('/api/v1/plan')
+        .query({ appId: s.appId })
+        .set(bearer(s.planKey));
+      expect(current.status).toBe(200);
+      expect(current.body.version).toBe(0);
+      // The same plan, with the machine's time back, is stored.
+      expect((await putPlan(t.http, s.appId, s.planKey, heavyPlan(10))).status).toBe(200);
     }, 60_000);
 
     it('the first ingest of an app with a large plan waits for the compile without stopping others', async () => {

@@ -1,5 +1,8 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { Logger } from '@nestjs/common';
+import { AppError } from '@app/common/app-error';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { builtWorkerFile } from '@app/common/worker-file';
 import { CompiledPlan, type PlanDefinition } from './compiled-plan';
@@ -7,8 +10,45 @@ import { checkPlan, instantiateDefinition, type PlanCompilation } from './plan-c
 import type { PlanProblem, TrackingPlan } from './plan.types';
 import { linearRegExps } from './regexp';
 
-/** The longest a plan's compile may take, start of its process included. */
-export const PLAN_COMPILE_TIMEOUT_MS = 10_000;
+/**
+ * When a compile is given up (CompileDeadline). The plan's cost is the compiler's CPU time, all of
+ * its threads: past `cpuMs` the plan is refused for it. The clock only bounds the wait: the
+ * compiler runs below the server's priority, so on a busy machine a cheap plan can take many
+ * times its CPU time to compile, which is no verdict on the plan.
+ */
+export interface CompileDeadline {
+  /** The compiler's CPU time past which the plan is refused (400, its cost). */
+  cpuMs: number;
+  /** The longest the compile may take on the clock, start of its process included. */
+  wallMs: number;
+}
+
+/**
+ * Each lane's deadline. A plan sent with a request may wait up to a minute for a busy machine,
+ * then gets 503; a stored plan keeps ingest's first batch waiting, so it is given up after 10 s
+ * either way, not applied meanwhile and tried again later (PlansService).
+ */
+export const COMPILE_DEADLINES: Record<CompileLane, CompileDeadline> = {
+  request: { cpuMs: 10_000, wallMs: 60_000 },
+  stored: { cpuMs: 10_000, wallMs: 10_000 },
+};
+
+/**
+ * A process's CPU time in ms, user and system, over all of its threads (Linux's /proc; 10 ms
+ * ticks), or null where it cannot be read.
+ */
+export function processCpuMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // After the command's name in parentheses, which may hold spaces: utime and stime are the
+    // 14th and 15th fields of the line, the 12th and 13th after the name.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks * 10 : null;
+  } catch {
+    return null;
+  }
+}
 /** The compiler's heap (old generation), which also bounds what the compiled plan holds. */
 export const PLAN_COMPILE_HEAP_MB = 128;
 
@@ -146,12 +186,18 @@ export function compilerStop(
 
 /**
  * Checks and compiles a plan in a process of its own, below the server's priority, with a heap
- * cap and a deadline; past either, the plan is refused, with the problems its check found.
+ * cap and a deadline on its CPU time; past either, the plan is refused, with the problems its
+ * check found. Past the deadline's clock with CPU time to spare, the machine was too busy: 503.
  * Without `sources`, the answer carries none: a check does not copy megabytes of code into this
  * thread. The plan goes to the compiler as JSON text, so that this thread neither walks its
  * bounds nor reads its fields, and the answer comes back as text, parsed once.
  */
-async function runCompiler(raw: unknown, sources: boolean): Promise<OffThreadCompilation> {
+async function runCompiler(
+  raw: unknown,
+  sources: boolean,
+  deadline: CompileDeadline,
+  started$?: (pid: number | undefined) => void,
+): Promise<OffThreadCompilation> {
   // Writing the plan out, and starting the compiler, each take a turn of their own (5–10 ms for
   // a plan of 625 KB), apart from the turn that read the body.
   await nextTurn();
@@ -183,15 +229,11 @@ async function runCompiler(raw: unknown, sources: boolean): Promise<OffThreadCom
     child.stdin.end(rawJson);
     let settled = false;
     const lines = () => outputLines(output);
-    const costly = (limit: string): OffThreadCompilation => {
-      const first = parsedLine<CompilerAnswer>(lines()[0]);
-      const checkProblems = first?.stage === 'checked' ? first.problems : [];
-      return { ok: false, problems: [...checkProblems, tooCostly(limit)] };
-    };
+    const costly = (limit: string) => refusedForCost(lines(), limit);
     const finish = (answer: () => OffThreadCompilation | Error): void => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      stopWatching();
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       try {
         const settledWith = answer();
@@ -201,10 +243,12 @@ async function runCompiler(raw: unknown, sources: boolean): Promise<OffThreadCom
         reject(err as Error);
       }
     };
-    const timer = setTimeout(
-      () => finish(() => costly(`more than ${PLAN_COMPILE_TIMEOUT_MS / 1000} s of compiling`)),
-      PLAN_COMPILE_TIMEOUT_MS,
+    const stopWatching = watchDeadline(child.pid, deadline, (over) =>
+      finish(() =>
+        over.costly ? costly(`more than ${deadline.cpuMs / 1000} s of compiling`) : starved(over),
+      ),
     );
+    started$?.(child.pid);
     child.once('error', (err) => finish(() => err));
     // 'close': it has exited and its output has been read to the end.
     child.once('close', (code, signal) =>
@@ -226,9 +270,67 @@ async function runCompiler(raw: unknown, sources: boolean): Promise<OffThreadCom
   });
 }
 
+/**
+ * Looks at the compiler's CPU time (`pid`) until it passes `deadline.cpuMs` (`costly`) or the
+ * clock passes `deadline.wallMs` first; gives the function that stops looking. Where the CPU
+ * time cannot be read, the clock stands for it.
+ */
+function watchDeadline(
+  pid: number | undefined,
+  deadline: CompileDeadline,
+  end: (over: { costly: boolean; cpuMs: number; wallMs: number }) => void,
+): () => void {
+  const started = performance.now();
+  const look = () => {
+    const wallMs = performance.now() - started;
+    const cpuMs = (pid === undefined ? null : processCpuMs(pid)) ?? wallMs;
+    if (cpuMs >= deadline.cpuMs) end({ costly: true, cpuMs, wallMs: deadline.wallMs });
+    else if (wallMs >= deadline.wallMs) end({ costly: false, cpuMs, wallMs: deadline.wallMs });
+    // Its threads can spend CPU faster than the clock runs: look again before they could have
+    // spent the rest.
+    else timer = setTimeout(look, nextLook(deadline.cpuMs - cpuMs, deadline.wallMs - wallMs));
+  };
+  let timer = setTimeout(look, nextLook(deadline.cpuMs, deadline.wallMs));
+  return () => clearTimeout(timer);
+}
+
 /** A plan checked and compiled off the server's thread, one compile at a time per lane. */
-function compileOffThread(raw: unknown, lane: CompileLane, sources: boolean): Promise<OffThreadCompilation> {
-  return oneAtATime(lane, () => runCompiler(raw, sources));
+function compileOffThread(
+  raw: unknown,
+  lane: CompileLane,
+  sources: boolean,
+  options: CompileOptions = {},
+): Promise<OffThreadCompilation> {
+  const deadline = options.deadline ?? COMPILE_DEADLINES[lane];
+  return oneAtATime(lane, () => runCompiler(raw, sources, deadline, options.started));
+}
+
+/** A compile's deadline, when not its lane's, and a look at its process once started (tests). */
+export interface CompileOptions {
+  deadline?: CompileDeadline;
+  started?: (pid: number | undefined) => void;
+}
+
+/** How long until the next look at a compile's CPU time. */
+function nextLook(cpuLeftMs: number, wallLeftMs: number): number {
+  return Math.max(50, Math.min(cpuLeftMs / availableParallelism(), wallLeftMs));
+}
+
+/** The plan refused for what its compile costs (`limit`), with the problems its check found. */
+function refusedForCost(lines: Buffer[], limit: string): OffThreadCompilation {
+  const first = parsedLine<CompilerAnswer>(lines[0]);
+  const checkProblems = first?.stage === 'checked' ? first.problems : [];
+  return { ok: false, problems: [...checkProblems, tooCostly(limit)] };
+}
+
+/** A compile given up on the clock while its CPU time was under the deadline. */
+function starved({ wallMs, cpuMs }: { wallMs: number; cpuMs: number }): AppError {
+  return new AppError(
+    'service_unavailable',
+    `The server was too busy to compile the plan within ${wallMs / 1000} s (it had used ${Math.round(cpuMs)} ms ` +
+      'of CPU); nothing was stored. Retry after Retry-After.',
+    { headers: { 'Retry-After': '10' } },
+  );
 }
 
 /**
@@ -255,8 +357,8 @@ export type PlanValidation =
  * Checks a plan fully, as storing it requires: its bounds, fields and schemas, all in the compiler.
  * Nothing of the compile stays in this thread.
  */
-export async function validatePlan(raw: unknown): Promise<PlanValidation> {
-  const compiled = await compileOffThread(raw, 'request', false);
+export async function validatePlan(raw: unknown, options?: CompileOptions): Promise<PlanValidation> {
+  const compiled = await compileOffThread(raw, 'request', false, options);
   return compiled.ok ? { ok: true, plan: compiled.plan, planJson: compiled.planJson } : compiled;
 }
 

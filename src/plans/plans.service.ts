@@ -194,8 +194,10 @@ export class PlansService {
     try {
       compiled = await compilePlanOffThread(row.plan, row.version, 'stored');
     } catch (err) {
-      // The compiler itself failed: no batch fails for it; the plan is tried again later.
-      this.logger.error(
+      // The compiler itself failed, or the machine was too busy to run it in time: no batch fails
+      // for it; the plan is tried again later.
+      const busy = err instanceof AppError && err.code === 'service_unavailable';
+      this.logger[busy ? 'warn' : 'error'](
         `Plan ${row.version} of app ${appId} could not be compiled (${(err as Error).message}); ` +
           `not applied for now, tried again in ${COMPILE_RETRY_MS / 1000} s.`,
       );
