@@ -49,6 +49,7 @@ export function processCpuMs(pid: number): number | null {
     return null;
   }
 }
+
 /** The compiler's heap (old generation), which also bounds what the compiled plan holds. */
 export const PLAN_COMPILE_HEAP_MB = 128;
 
@@ -196,7 +197,7 @@ async function runCompiler(
   raw: unknown,
   sources: boolean,
   deadline: CompileDeadline,
-  started$?: (pid: number | undefined) => void,
+  onStart?: (pid: number | undefined) => void,
 ): Promise<OffThreadCompilation> {
   // Writing the plan out, and starting the compiler, each take a turn of their own (5–10 ms for
   // a plan of 625 KB), apart from the turn that read the body.
@@ -245,10 +246,12 @@ async function runCompiler(
     };
     const stopWatching = watchDeadline(child.pid, deadline, (over) =>
       finish(() =>
-        over.costly ? costly(`more than ${deadline.cpuMs / 1000} s of compiling`) : starved(over),
+        over.costly
+          ? costly(`more than ${deadline.cpuMs / 1000} s of compiling`)
+          : starved(deadline, over.cpuMs),
       ),
     );
-    started$?.(child.pid);
+    onStart?.(child.pid);
     child.once('error', (err) => finish(() => err));
     // 'close': it has exited and its output has been read to the end.
     child.once('close', (code, signal) =>
@@ -278,14 +281,14 @@ async function runCompiler(
 function watchDeadline(
   pid: number | undefined,
   deadline: CompileDeadline,
-  end: (over: { costly: boolean; cpuMs: number; wallMs: number }) => void,
+  end: (over: { costly: boolean; cpuMs: number }) => void,
 ): () => void {
   const started = performance.now();
   const look = () => {
     const wallMs = performance.now() - started;
     const cpuMs = (pid === undefined ? null : processCpuMs(pid)) ?? wallMs;
-    if (cpuMs >= deadline.cpuMs) end({ costly: true, cpuMs, wallMs: deadline.wallMs });
-    else if (wallMs >= deadline.wallMs) end({ costly: false, cpuMs, wallMs: deadline.wallMs });
+    if (cpuMs >= deadline.cpuMs) end({ costly: true, cpuMs });
+    else if (wallMs >= deadline.wallMs) end({ costly: false, cpuMs });
     // Its threads can spend CPU faster than the clock runs: look again before they could have
     // spent the rest.
     else timer = setTimeout(look, nextLook(deadline.cpuMs - cpuMs, deadline.wallMs - wallMs));
@@ -324,10 +327,10 @@ function refusedForCost(lines: Buffer[], limit: string): OffThreadCompilation {
 }
 
 /** A compile given up on the clock while its CPU time was under the deadline. */
-function starved({ wallMs, cpuMs }: { wallMs: number; cpuMs: number }): AppError {
+function starved(deadline: CompileDeadline, cpuMs: number): AppError {
   return new AppError(
     'service_unavailable',
-    `The server was too busy to compile the plan within ${wallMs / 1000} s (it had used ${Math.round(cpuMs)} ms ` +
+    `The server was too busy to compile the plan within ${deadline.wallMs / 1000} s (it had used ${Math.round(cpuMs)} ms ` +
       'of CPU); nothing was stored. Retry after Retry-After.',
     { headers: { 'Retry-After': '10' } },
   );
