@@ -58,8 +58,11 @@ export function ApiProblemResponse(
   );
 }
 
-/** The errors every read endpoint shares, for the scope it needs. */
-export function ApiReadErrors(scope: string): MethodDecorator & ClassDecorator {
+/**
+ * The errors every read endpoint shares, for the scope it needs; `unavailable` replaces the
+ * description of its 503 where the endpoint has other reasons for it than the read's own.
+ */
+export function ApiReadErrors(scope: string, unavailable?: string): MethodDecorator & ClassDecorator {
   return applyDecorators(
     ApiProblemResponse(
       401,
@@ -79,8 +82,9 @@ export function ApiReadErrors(scope: string): MethodDecorator & ClassDecorator {
     ),
     ApiProblemResponse(
       503,
-      'The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS ' +
-        'and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After.',
+      unavailable ??
+        'The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS ' +
+          'and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After.',
       ['Retry-After'],
     ),
   );

@@ -133,7 +133,7 @@ export class PlanController {
   )
   @ApiProblemResponse(412, 'If-Match names an older version (`version_conflict`, with `currentVersion`).')
   @ApiProblemResponse(428, 'If-Match is missing (`precondition_required`).')
-  @PlanEndpoint('plans:write')
+  @PlanEndpoint('plans:write', { compiles: true })
   async put(
     @Query(QueryValidationPipe) query: AppQueryDto,
     @Headers('if-match') ifMatch: string | undefined,
@@ -187,7 +187,7 @@ export class PlanController {
   )
   @ApiProblemResponse(413, 'More than INGEST_MAX_EVENTS events or INGEST_MAX_BYTES bytes.')
   @ApiProblemResponse(415, 'Content-Type is not application/json.')
-  @PlanEndpoint('plans:read')
+  @PlanEndpoint('plans:read', { compiles: true })
   async check(@Query(QueryValidationPipe) query: AppQueryDto, @Req() req: Request): Promise<IngestResult> {
     const key = requestKey(req);
     const body = await this.reader.read(req, key.id);

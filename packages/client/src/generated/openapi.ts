@@ -1429,7 +1429,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            /** @description The database is unavailable, or the machine was too busy to compile the plan within 60 s while the compile had CPU time left (`service_unavailable`); nothing was stored. Retry after Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1647,7 +1647,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The database is unavailable (`service_unavailable`), or the query ran past READ_STATEMENT_TIMEOUT_MS and was cancelled (`query_timeout`): narrow `from`/`to` or the filters. Retry after Retry-After. */
+            /** @description The database is unavailable, or the machine was too busy to compile the plan within 60 s while the compile had CPU time left (`service_unavailable`); nothing was stored. Retry after Retry-After. */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
