@@ -10,7 +10,7 @@ import { API_TAGS, ApiProblemResponse, INGEST_KEY_SCHEME, RATE_LIMIT_HEADERS } f
 import { IngestBatchDto } from './ingest.dto';
 import { IngestResultDto } from './ingest-result.dto';
 import { IngestService } from './ingest.service';
-import { IngestCpuBudgets } from './ingest-cpu.budget';
+import { DRAIN_BOUND_MS, IngestCpuBudgets } from './ingest-cpu.budget';
 import { declaredBytes } from '@app/common/http/json-body';
 import type { IngestResult } from './ingest.types';
 
@@ -63,7 +63,7 @@ export class IngestController {
   )
   @ApiProblemResponse(
     429,
-    'Request or event rate of the key exceeded, its requests already waiting would take more than 250 ms ' +
+    `Request or event rate of the key exceeded, its requests already waiting would take more than ${DRAIN_BOUND_MS} ms ` +
       'at its share of server CPU (INGEST_CPU_MS_PER_SECOND), the key already holds INGEST_MAX_INFLIGHT_BYTES_PER_KEY of bodies in flight, ' +
       'or too many invalid keys; nothing stored.',
     ['Retry-After'],
